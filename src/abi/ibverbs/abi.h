@@ -1,0 +1,50 @@
+// Shared by the C entry points of libibverbs.so.1.
+//
+// Only this directory spells ibv_* functions. Each entry point keeps the
+// contract of its verb: ibv_post_* return an errno value without touching
+// errno, create verbs return NULL with errno set, others return 0 or an
+// errno value (or -1 with errno, where rdma-core does).
+#pragma once
+
+#include <infiniband/verbs.h>
+
+#include <cerrno>
+
+// verbs.h turns these into inline wrappers; the library defines the real ones.
+#undef ibv_reg_mr
+#undef ibv_reg_mr_iova
+#undef ibv_query_port
+#undef ibv_get_device_list
+
+#define SV_EXPORT extern "C" __attribute__((visibility("default")))
+
+namespace softverbs::abi {
+
+template <class T>
+T* fail(int err) {
+  errno = err;
+  return nullptr;
+}
+
+// context_ops.cc: the ops tables of a new context, every slot filled.
+void fill_context_ops(verbs_context* vctx);
+// cq_ex_ops.cc / qp_ex_ops.cc: the function pointers of extended CQs and QPs.
+void fill_cq_ex_ops(ibv_cq_ex* cq, uint64_t wc_flags);
+void fill_qp_ex_ops(ibv_qp_ex* qp, uint64_t send_ops_flags);
+
+// Context operations, defined beside their verbs.
+int op_poll_cq(ibv_cq* cq, int n, ibv_wc* wc);
+int op_req_notify_cq(ibv_cq* cq, int solicited_only);
+int op_post_send(ibv_qp* qp, ibv_send_wr* wr, ibv_send_wr** bad);
+int op_post_recv(ibv_qp* qp, ibv_recv_wr* wr, ibv_recv_wr** bad);
+int op_post_srq_recv(ibv_srq* srq, ibv_recv_wr* wr, ibv_recv_wr** bad);
+int op_query_port(ibv_context* ctx, uint8_t port, ibv_port_attr* attr, size_t attr_len);
+int op_query_device_ex(ibv_context* ctx, const ibv_query_device_ex_input* input, ibv_device_attr_ex* attr,
+                       size_t attr_size);
+ibv_cq_ex* op_create_cq_ex(ibv_context* ctx, ibv_cq_init_attr_ex* attr);
+ibv_qp* op_create_qp_ex(ibv_context* ctx, ibv_qp_init_attr_ex* attr);
+ibv_srq* op_create_srq_ex(ibv_context* ctx, ibv_srq_init_attr_ex* attr);
+int op_get_srq_num(ibv_srq* srq, uint32_t* srq_num);
+int op_modify_cq(ibv_cq* cq, ibv_modify_cq_attr* attr);
+
+}  // namespace softverbs::abi

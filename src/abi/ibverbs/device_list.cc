@@ -1,0 +1,83 @@
+// Device enumeration and opening: ibv_get_device_list & co, ibv_open_device.
+#include <cstdlib>
+#include <cstring>
+#include <mutex>
+
+#include "abi/ibverbs/abi.h"
+#include "verbs/context.h"
+#include "verbs/device.h"
+#include "verbs/device_attrs.h"
+
+using softverbs::verbs::Context;
+using softverbs::verbs::Device;
+
+namespace {
+
+ibv_device* soft_device() {
+  static ibv_device dev = [] {
+    ibv_device d{};
+    d.node_type = IBV_NODE_CA;
+    d.transport_type = IBV_TRANSPORT_IB;
+    std::strncpy(d.name, softverbs::verbs::kDeviceName, sizeof d.name - 1);
+    std::strncpy(d.dev_name, "uverbs_softverbs0", sizeof d.dev_name - 1);
+    // No sysfs entries exist for a software device; these paths name none.
+    std::strncpy(d.dev_path, "/sys/class/infiniband_verbs/uverbs_softverbs0", sizeof d.dev_path - 1);
+    std::strncpy(d.ibdev_path, "/sys/class/infiniband/softverbs0", sizeof d.ibdev_path - 1);
+    return d;
+  }();
+  return &dev;
+}
+
+bool is_ours(const ibv_device* d) { return d == soft_device(); }
+
+}  // namespace
+
+SV_EXPORT ibv_device** ibv_get_device_list(int* num_devices) {
+  softverbs::Result<Device*> dev = Device::get();
+  auto** list = static_cast<ibv_device**>(calloc(2, sizeof(ibv_device*)));
+  if (list == nullptr) {
+    errno = ENOMEM;
+    return nullptr;
+  }
+  int n = 0;
+  if (dev.is_ok()) list[n++] = soft_device();
+  if (num_devices != nullptr) *num_devices = n;
+  return list;
+}
+
+SV_EXPORT void ibv_free_device_list(ibv_device** list) { free(list); }
+
+SV_EXPORT const char* ibv_get_device_name(ibv_device* device) {
+  if (device == nullptr) return softverbs::abi::fail<const char>(EINVAL);
+  return device->name;
+}
+
+SV_EXPORT __be64 ibv_get_device_guid(ibv_device* device) {
+  softverbs::Result<Device*> dev = Device::get();
+  if (device == nullptr || !is_ours(device) || !dev.is_ok()) {
+    errno = EINVAL;
+    return 0;
+  }
+  return dev.value()->seg().header().node_guid;
+}
+
+SV_EXPORT int ibv_get_device_index(ibv_device* device) {
+  if (device == nullptr || !is_ours(device)) return -1;
+  return 0;
+}
+
+SV_EXPORT ibv_context* ibv_open_device(ibv_device* device) {
+  if (device == nullptr || !is_ours(device)) return softverbs::abi::fail<ibv_context>(EINVAL);
+  softverbs::Result<Context*> ctx = Context::open(device);
+  if (!ctx.is_ok()) return softverbs::abi::fail<ibv_context>(ctx.code());
+  softverbs::abi::fill_context_ops(ctx.value()->vctx());
+  return ctx.value()->ibv();
+}
+
+SV_EXPORT int ibv_close_device(ibv_context* context) {
+  if (context == nullptr) return EINVAL;
+  delete Context::from(context);
+  return 0;
+}
+
+SV_EXPORT ibv_context* ibv_import_device(int) { return softverbs::abi::fail<ibv_context>(EOPNOTSUPP); }

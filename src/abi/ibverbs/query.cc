@@ -1,0 +1,108 @@
+// Device, port, GID and P_Key queries.
+#include <cstddef>
+#include <cstring>
+
+#include "abi/ibverbs/abi.h"
+#include "verbs/context.h"
+#include "verbs/device_attrs.h"
+
+using softverbs::verbs::Context;
+
+namespace {
+
+const softverbs::shm::Segment& seg_of(ibv_context* ctx) { return Context::from(ctx)->device().seg(); }
+
+}  // namespace
+
+namespace softverbs::abi {
+
+int op_query_port(ibv_context* ctx, uint8_t port, ibv_port_attr* attr, size_t attr_len) {
+  if (ctx == nullptr || attr == nullptr) return EINVAL;
+  if (port != 1) return EINVAL;
+  ibv_port_attr full;
+  verbs::fill_port_attr(seg_of(ctx), &full);
+  // Older binaries pass a shorter struct: copy what they have room for.
+  std::memcpy(attr, &full, std::min(attr_len, sizeof full));
+  return 0;
+}
+
+int op_query_device_ex(ibv_context* ctx, const ibv_query_device_ex_input* input, ibv_device_attr_ex* attr,
+                       size_t attr_size) {
+  if (ctx == nullptr || attr == nullptr) return EINVAL;
+  if (input != nullptr && input->comp_mask != 0) return EINVAL;
+  if (attr_size < sizeof(ibv_device_attr)) return EINVAL;
+  ibv_device_attr_ex full;
+  verbs::fill_device_attr_ex(seg_of(ctx), &full);
+  std::memcpy(attr, &full, std::min(attr_size, sizeof full));
+  return 0;
+}
+
+}  // namespace softverbs::abi
+
+SV_EXPORT int ibv_query_device(ibv_context* ctx, ibv_device_attr* attr) {
+  if (ctx == nullptr || attr == nullptr) return EINVAL;
+  softverbs::verbs::fill_device_attr(seg_of(ctx), attr);
+  return 0;
+}
+
+SV_EXPORT int ibv_query_port(ibv_context* ctx, uint8_t port, _compat_ibv_port_attr* attr) {
+  // The compat struct is the same as ibv_port_attr up to its end.
+  // The 1.1 ABI's struct ends where port_cap_flags2 begins.
+  return softverbs::abi::op_query_port(ctx, port, reinterpret_cast<ibv_port_attr*>(attr),
+                                       offsetof(ibv_port_attr, port_cap_flags2));
+}
+
+SV_EXPORT int ibv_query_gid(ibv_context* ctx, uint8_t port, int index, ibv_gid* gid) {
+  if (ctx == nullptr || gid == nullptr || port != 1 || index != 0) return -1;
+  softverbs::verbs::port_gid(seg_of(ctx), gid);
+  return 0;
+}
+
+SV_EXPORT int ibv_query_pkey(ibv_context* ctx, uint8_t port, int index, __be16* pkey) {
+  if (ctx == nullptr || pkey == nullptr || port != 1 || index != 0) return -1;
+  *pkey = htobe16(0xffff);  // the default full-member P_Key (IBA 10.9.1.2)
+  return 0;
+}
+
+SV_EXPORT int ibv_get_pkey_index(ibv_context* ctx, uint8_t port, __be16 pkey) {
+  if (ctx == nullptr || port != 1) return -1;
+  // Membership bit aside, the only P_Key is the default one.
+  return (be16toh(pkey) & 0x7fff) == 0x7fff ? 0 : -1;
+}
+
+// rdma-core's private enum ibv_gid_type_sysfs (driver.h, not installed): 0 is
+// "IB/RoCE v1", 1 is "RoCE v2". An enum is an int in the C ABI.
+enum : uint32_t { kGidTypeSysfsIbRoceV1 = 0, kGidTypeSysfsRoceV2 = 1 };
+
+SV_EXPORT int ibv_query_gid_type(ibv_context* ctx, uint8_t port, unsigned int index, uint32_t* type) {
+  if (ctx == nullptr || type == nullptr || port != 1 || index != 0) {
+    errno = EINVAL;
+    return -1;
+  }
+  *type = kGidTypeSysfsIbRoceV1;  // an InfiniBand port's GIDs are of the IB/RoCE v1 kind
+  return 0;
+}
+
+SV_EXPORT int _ibv_query_gid_ex(ibv_context* ctx, uint32_t port, uint32_t index, ibv_gid_entry* entry,
+                                uint32_t flags, size_t entry_size) {
+  if (ctx == nullptr || entry == nullptr || flags != 0 || entry_size < sizeof(ibv_gid_entry)) return EINVAL;
+  if (port != 1) return EINVAL;
+  if (index != 0) return ENODATA;
+  std::memset(entry, 0, sizeof *entry);
+  softverbs::verbs::port_gid(seg_of(ctx), &entry->gid);
+  entry->gid_index = 0;
+  entry->port_num = 1;
+  entry->gid_type = IBV_GID_TYPE_IB;
+  entry->ndev_ifindex = 0;
+  return 0;
+}
+
+SV_EXPORT ssize_t _ibv_query_gid_table(ibv_context* ctx, ibv_gid_entry* entries, size_t max_entries, uint32_t flags,
+                                       size_t entry_size) {
+  if (ctx == nullptr || (entries == nullptr && max_entries > 0) || flags != 0 ||
+      entry_size < sizeof(ibv_gid_entry))
+    return -EINVAL;
+  if (max_entries < 1) return -EINVAL;
+  int rc = _ibv_query_gid_ex(ctx, 1, 0, entries, 0, entry_size);
+  return rc == 0 ? 1 : -rc;
+}

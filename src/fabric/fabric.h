@@ -1,0 +1,33 @@
+// A fabric carries request messages from a requester to the responder of the
+// destination QP and brings the response back.
+//
+// The verbs layer and the QP machinery never know which fabric carries a
+// request: a QP's fabric is chosen from its address at RTR. The host fabric
+// answers synchronously (the responder runs inside transmit); the UDP fabric
+// will answer asynchronously through the completer.
+#pragma once
+
+#include <infiniband/verbs.h>
+
+#include <optional>
+
+#include "transport/request.h"
+#include "transport/send_side.h"
+
+namespace softverbs::fabric {
+
+struct TransmitResult {
+  // A local error found before anything left (ibv_wc_status), or IBV_WC_SUCCESS.
+  ibv_wc_status local_status = IBV_WC_SUCCESS;
+  transport::Response response;
+};
+
+class Fabric {
+ public:
+  virtual ~Fabric() = default;
+  // REQUIRES: side.lock held. Sends the WQE's request; returns its response
+  // when the fabric is synchronous, nullopt when it will come later.
+  virtual std::optional<TransmitResult> transmit(transport::SendSide& side, transport::SendWqe& wqe) = 0;
+};
+
+}  // namespace softverbs::fabric

@@ -1,0 +1,141 @@
+#include "fabric/host/host_fabric.h"
+
+#include <algorithm>
+#include <cstring>
+
+#include "fabric/host/peer_memory.h"
+#include "shm/process_registry.h"
+#include "transport/mem_ops.h"
+#include "transport/responder.h"
+#include "transport/wr_opcode_table.h"
+#include "util/log.h"
+
+namespace softverbs::fabric::host {
+
+using transport::IoList;
+using transport::KeyCheck;
+using transport::MrRef;
+using transport::ReqKind;
+
+HostFabric& host_fabric() {
+  static HostFabric f;
+  return f;
+}
+
+bool HostFabric::reaches(const shm::Segment& seg, const ibv_ah_attr& ah) {
+  if (ah.port_num != 1) return false;
+  if (ah.is_global) {
+    // GID 0 is the link-local prefix plus the port GUID.
+    uint8_t gid[16] = {0xfe, 0x80};
+    std::memcpy(gid + 8, &seg.header().port_guid, 8);
+    return std::memcmp(ah.grh.dgid.raw, gid, 16) == 0;
+  }
+  return ah.dlid == seg.header().lid;
+}
+
+namespace {
+
+// Resolves the WQE's local SGEs into this process's addresses (IBA 10.6.3.1:
+// L_Key, PD and access checked at use). Returns the local completion status.
+ibv_wc_status resolve_local(transport::SendSide& s, transport::SendWqe& w, bool writes_local, iovec* iov,
+                            IoList* out) {
+  if (w.inline_len > 0 || (w.send_flags & IBV_SEND_INLINE)) {
+    iov[0] = {w.inline_data(), w.inline_len};
+    *out = {iov, 1, w.inline_len};
+    return IBV_WC_SUCCESS;
+  }
+  uint64_t total = 0;
+  uint32_t n = 0;
+  for (uint32_t i = 0; i < w.num_sge; ++i) {
+    const shm::Sge& sge = w.sge[i];
+    if (sge.length == 0) continue;
+    MrRef ref;
+    if (transport::check_key(*s.seg, sge.lkey, false, s.self, s.pd_id, sge.addr, sge.length,
+                             writes_local ? IBV_ACCESS_LOCAL_WRITE : 0, &ref) != KeyCheck::kOk) {
+      s.seg->header().port.local_access_errors.fetch_add(1, std::memory_order_relaxed);
+      return IBV_WC_LOC_PROT_ERR;
+    }
+    iov[n++] = {reinterpret_cast<void*>(ref.va), sge.length};
+    total += sge.length;
+  }
+  *out = {iov, n, total};
+  return IBV_WC_SUCCESS;
+}
+
+}  // namespace
+
+std::optional<TransmitResult> HostFabric::transmit(transport::SendSide& s, transport::SendWqe& w) {
+  TransmitResult result;
+  const transport::WrOpcodeInfo* op = transport::wr_opcode(w.opcode);
+  shm::Segment& seg = *s.seg;
+  // Route: a destination not on this host, or a QP that does not exist or
+  // whose process died, never answers (the requester's timer decides).
+  if (op == nullptr || !reaches(seg, s.ah)) {
+    SV_LOG_RATELIMITED(kDebug, "QP %#x: destination not on this host", s.qpn);
+    return result;
+  }
+  const int slot = transport::qp_slot_of(seg, s.dest_qpn);
+  if (slot < 0) {
+    SV_LOG_RATELIMITED(kDebug, "QP %#x: no QP %#x", s.qpn, s.dest_qpn);
+    return result;
+  }
+  const shm::OwnerId target = seg.qp(static_cast<uint32_t>(slot)).owner;
+  const bool local = target == s.self;
+  if (!local && !shm::process_alive(seg, target)) {
+    SV_LOG_RATELIMITED(kDebug, "QP %#x: the process of QP %#x is gone", s.qpn, s.dest_qpn);
+    return result;
+  }
+
+  iovec iov[shm::kMaxSge];
+  IoList list;
+  const bool writes_local = op->kind != ReqKind::kSend && op->kind != ReqKind::kWrite;
+  result.local_status = resolve_local(s, w, writes_local, iov, &list);
+  if (result.local_status != IBV_WC_SUCCESS) return result;
+  if (writes_local && op->kind != ReqKind::kRead && list.bytes < 8) {
+    result.local_status = IBV_WC_LOC_LEN_ERR;  // an atomic's result needs 8 bytes
+    return result;
+  }
+
+  transport::Request req;
+  req.kind = op->kind;
+  req.has_imm = op->has_imm;
+  req.solicited = (w.send_flags & IBV_SEND_SOLICITED) != 0;
+  req.psn = w.psn;
+  req.packets = w.packets;
+  req.dest_qpn = s.dest_qpn;
+  req.src_qpn = s.qpn;
+  req.slid = seg.header().lid;
+  req.imm = w.imm_data;
+  req.va = w.remote_addr;
+  req.rkey = w.rkey;
+  req.compare_add = w.compare_add;
+  req.swap = w.swap;
+  if (op->kind == ReqKind::kSend || op->kind == ReqKind::kWrite) {
+    req.payload = list;
+    req.dma_length = static_cast<uint32_t>(list.bytes);
+  } else {
+    req.dma_length = op->kind == ReqKind::kRead ? static_cast<uint32_t>(w.length) : 8;
+  }
+
+  transport::LocalMemory local_mem;
+  PeerMemory peer_mem(seg, target);
+  transport::TargetMemory& mem = local ? static_cast<transport::TargetMemory&>(local_mem) : peer_mem;
+  result.response = transport::respond(seg, static_cast<uint32_t>(slot), req, mem, *s.notifier);
+
+  using Kind = transport::Response::Kind;
+  const transport::Response& resp = result.response;
+  if (resp.kind == Kind::kAck || resp.kind == Kind::kDuplicate) {
+    if (op->kind == ReqKind::kRead && resp.read_mr != nullptr) {
+      const auto* mr = static_cast<const shm::SharedMr*>(resp.read_mr);
+      const uint64_t n = std::min<uint64_t>(w.length, list.bytes);
+      if (!mem.read(*mr, resp.read_va, n, list, 0).is_ok()) result.response.kind = Kind::kDrop;
+    } else if (op->kind == ReqKind::kCmpSwap || op->kind == ReqKind::kFetchAdd) {
+      transport::IoCursor c(list);
+      transport::scatter_from(c, &resp.original, 8);
+    }
+  }
+  if (!local) s.shared->host_path = static_cast<uint8_t>(std::max(peer_mem.used(), Path::kLocal));
+  return result;
+}
+
+}  // namespace softverbs::fabric::host

@@ -1,0 +1,23 @@
+// The host fabric: every process of this host on the shared device.
+//
+// The requester carries its request out itself, against the target QP's
+// shared state (transport/responder.h) and the target's memory
+// (peer_memory.h), so a one-sided operation completes while the target
+// process sleeps. Synchronous: transmit returns the response.
+#pragma once
+
+#include "fabric/fabric.h"
+
+namespace softverbs::fabric::host {
+
+class HostFabric final : public Fabric {
+ public:
+  std::optional<TransmitResult> transmit(transport::SendSide& side, transport::SendWqe& wqe) override;
+
+  // Whether an address vector names a port of this host's device.
+  static bool reaches(const shm::Segment& seg, const ibv_ah_attr& ah);
+};
+
+HostFabric& host_fabric();
+
+}  // namespace softverbs::fabric::host

@@ -1,0 +1,280 @@
+// The objects of the device that live in its shared segment.
+//
+// Every process attached to the device maps the segment read-write at some
+// base address; objects refer to each other by slot index and to ring memory
+// by segment offset, never by pointer.
+//
+// Ownership and writers (the invariants the rest of the code relies on):
+//  1. A slot is allocated and freed only under SegmentHeader::control.
+//  2. An object's configuration (everything but the atomics) is written by its
+//     owner process only, before it publishes the object or the QP state that
+//     makes it reachable (release), and read after the matching acquire.
+//  3. A QP's ResponderState is written only by whoever runs that QP's responder:
+//     on the host fabric the requester of the one connected QP, under its send
+//     queue lock; on the UDP fabric the receiving process. Never both.
+//  4. A RecvQueue has one producer (its owner, in post_recv) and consumers that
+//     claim entries by CAS on head (responders, the owner's flush, SRQ users).
+//  5. A CqRing has many producers (CAS on tail, then publish by seq) and one
+//     consumer (its owner, in poll_cq).
+//  6. Everything a peer may touch of a dead process stays mapped and allocated
+//     for a grace period after the process is found dead (two-phase reclaim).
+#pragma once
+
+#include <pthread.h>
+
+#include <atomic>
+#include <cstddef>
+#include <cstdint>
+
+#include "shm/limits.h"
+
+namespace softverbs::shm {
+
+using Offset = uint64_t;  // byte offset within the segment; 0 = none
+
+enum class SlotState : uint32_t { kFree = 0, kLive = 1, kDead = 2 };
+
+// Identifies the process that owns an object: slot plus that slot's generation.
+struct OwnerId {
+  uint32_t slot = 0;
+  uint32_t generation = 0;
+  bool operator==(const OwnerId&) const = default;
+};
+
+enum class BounceOp : uint32_t { kWrite = 1, kRead = 2, kCmpSwap = 3, kFetchAdd = 4 };
+enum class BounceState : uint32_t { kFree = 0, kClaimed = 1, kRequested = 2, kDone = 3 };
+
+// A request from a peer that can reach this process's memory in no other way;
+// served by the owner's service thread (fabric/host/bounce.cc).
+struct alignas(64) BounceSlot {
+  std::atomic<uint32_t> state;  // BounceState; futex word for the requester
+  uint32_t op;                  // BounceOp
+  uint32_t mr_slot;
+  uint32_t rkey;
+  uint64_t addr;                // owner virtual address
+  uint32_t length;
+  int32_t result;               // errno, 0 on success
+  uint64_t operand1;
+  uint64_t operand2;
+  uint64_t original;
+  Offset buffer;                // kBounceBytes of segment memory
+};
+
+struct alignas(64) ProcessSlot {
+  std::atomic<uint32_t> state;  // SlotState
+  uint32_t generation;
+  int32_t pid;
+  uint32_t reserved;
+  uint64_t start_time;          // from /proc/<pid>/stat, defends against pid reuse
+  uint64_t dead_since_ns;
+  pthread_mutex_t liveness;     // robust, process-shared; the owner's service thread holds it
+
+  alignas(64) std::atomic<uint32_t> doorbell;  // futex word the service thread sleeps on
+  std::atomic<uint32_t> sleeping;
+  std::atomic<uint32_t> cma_refused;           // peers found process_vm_* refused for this target
+
+  // Work for the service thread, set by peers before they ring the doorbell.
+  alignas(64) std::atomic<uint64_t> cq_event_bits[kMaxCqs / 64];
+  std::atomic<uint64_t> qp_event_bits[kMaxQpSlots / 64];
+  BounceSlot bounce[kBounceSlots];
+};
+
+struct Sge {
+  uint64_t addr;
+  uint32_t length;
+  uint32_t lkey;
+};
+
+struct RecvWqe {
+  uint64_t wr_id;
+  uint32_t num_sge;
+  uint32_t reserved;
+  Sge sge[];  // stride = sizeof(RecvWqe) + max_sge * sizeof(Sge)
+};
+
+struct RecvQueue {
+  Offset ring;
+  uint32_t capacity;  // power of two
+  uint32_t stride;
+  uint32_t max_sge;
+  std::atomic<uint32_t> limit;  // SRQ limit (IBV_EVENT_SRQ_LIMIT_REACHED), 0 = disarmed
+  alignas(64) std::atomic<uint64_t> head;  // consumers claim by CAS
+  alignas(64) std::atomic<uint64_t> tail;  // the owner publishes
+};
+
+// IBA 9.7.5.1.5 / C9-155: a duplicate atomic is answered with the original
+// result, never executed again; the responder keeps the last results by PSN.
+struct AtomicReplay {
+  uint32_t psn;
+  uint32_t valid;
+  uint64_t original;
+};
+
+// The message the responder is in the middle of (multi-packet messages on the
+// UDP fabric; on the host fabric every message is one "only" packet).
+struct ResponderState {
+  uint32_t epsn;            // next expected PSN
+  uint32_t msn;             // messages completed, for AETH
+  uint32_t in_message;      // 1 while a SEND or WRITE spans packets
+  uint32_t opcode_family;   // of the message in progress
+  uint64_t write_va;        // WRITE: next remote address
+  uint32_t write_rkey;
+  uint32_t write_remaining;
+  uint32_t recv_offset;     // SEND: bytes placed so far
+  uint32_t recv_valid;      // a receive WQE has been taken for the message
+  uint64_t recv_wr_id;
+  uint32_t recv_num_sge;
+  uint32_t recv_from_srq;
+  uint32_t psn_nak_sent;    // one PSN sequence NAK per gap (IBA 9.7.5.1.2)
+  uint32_t atomic_next;     // next AtomicReplay slot
+  Sge recv_sge[kMaxSge];
+  AtomicReplay atomics[kMaxRdAtomic];
+};
+
+// Per-QP counters, at least what Linux Soft-RoCE exposes.
+struct QpCounters {
+  std::atomic<uint64_t> sent_messages;
+  std::atomic<uint64_t> received_messages;
+  std::atomic<uint64_t> sent_bytes;
+  std::atomic<uint64_t> received_bytes;
+  std::atomic<uint64_t> rnr_naks_sent;
+  std::atomic<uint64_t> rnr_naks_received;
+  std::atomic<uint64_t> retries;
+  std::atomic<uint64_t> retry_exceeded;
+  std::atomic<uint64_t> rnr_retry_exceeded;
+  std::atomic<uint64_t> remote_errors;
+  std::atomic<uint64_t> duplicate_requests;
+  std::atomic<uint64_t> out_of_sequence;
+};
+
+struct alignas(64) SharedQp {
+  std::atomic<uint32_t> slot_state;  // SlotState
+  uint32_t qpn;
+  OwnerId owner;
+  uint64_t dead_since_ns;            // kDead: when; memory is freed after a grace period
+  uint8_t qp_type;                   // enum ibv_qp_type
+  std::atomic<uint8_t> state;        // enum ibv_qp_state
+  uint8_t port_num;
+  uint8_t path_mtu;                  // enum ibv_mtu
+  std::atomic<uint8_t> min_rnr_timer;
+  uint8_t max_dest_rd_atomic;
+  uint8_t sq_sig_all;
+  uint8_t host_path;                 // fabric::host::Path the last requester to us used
+  std::atomic<uint32_t> access_flags;  // qp_access_flags
+  uint32_t pd_id;
+  uint32_t dest_qpn;
+  uint32_t qkey;
+  uint32_t recv_cq;                  // CQ slot
+  uint32_t send_cq;
+  uint32_t srq;                      // SRQ slot + 1; 0 = none
+  uint16_t dlid;
+  uint16_t pkey_index;
+  uint32_t requester_qpn;            // QPN of the peer that last sent to us
+  std::atomic<uint64_t> pending_async;  // bits (1 << ibv_event_type) raised by peers
+  RecvQueue rq;
+  ResponderState resp;
+  QpCounters counters;
+};
+
+struct alignas(64) SharedSrq {
+  std::atomic<uint32_t> slot_state;
+  OwnerId owner;
+  uint64_t dead_since_ns;
+  uint32_t pd_id;
+  uint32_t recv_cq;                  // unused for plain SRQs (each QP names its CQ)
+  std::atomic<uint64_t> pending_async;
+  RecvQueue rq;
+};
+
+// One work completion; the fields of struct ibv_wc that a producer fills.
+struct Cqe {
+  uint64_t wr_id;
+  uint32_t byte_len;
+  uint32_t imm_data;     // network byte order, as in ibv_wc
+  uint32_t qp_num;
+  uint32_t src_qp;
+  uint32_t vendor_err;
+  uint32_t sq_index;     // send WQE index, for retiring the send queue; kRecv for receives
+  uint16_t wc_flags;
+  uint16_t pkey_index;
+  uint16_t slid;
+  uint8_t status;        // enum ibv_wc_status
+  uint8_t opcode;        // enum ibv_wc_opcode
+  uint8_t sl;
+  uint8_t dlid_path_bits;
+  uint8_t solicited;
+  uint8_t reserved;
+  static constexpr uint32_t kRecv = 0xffffffffu;
+};
+static_assert(sizeof(Cqe) <= 56);
+
+struct alignas(64) CqeSlot {
+  std::atomic<uint64_t> seq;  // index + 1 once the entry at index is published
+  Cqe cqe;
+};
+static_assert(sizeof(CqeSlot) == 64);
+
+enum CqArm : uint32_t { kCqDisarmed = 0, kCqArmAny = 1, kCqArmSolicited = 2 };
+
+struct alignas(64) SharedCq {
+  std::atomic<uint32_t> slot_state;
+  OwnerId owner;
+  uint64_t dead_since_ns;
+  uint32_t capacity;  // power of two
+  uint32_t cqe;       // what ibv_cq.cqe reports
+  Offset ring;        // capacity CqeSlots
+  std::atomic<uint32_t> armed;    // CqArm
+  std::atomic<uint32_t> overrun;  // set once; the CQ is in error
+  alignas(64) std::atomic<uint64_t> tail;  // producers reserve by CAS
+  alignas(64) std::atomic<uint64_t> head;  // the owner consumes
+};
+
+struct alignas(64) SharedMr {
+  std::atomic<uint32_t> rkey;  // 0 = free; stored last when registering, first when deregistering
+  uint32_t lkey;
+  OwnerId owner;
+  uint32_t pd_id;
+  uint32_t access;             // enum ibv_access_flags
+  uint64_t addr;               // owner virtual address of the first byte
+  uint64_t length;
+  uint64_t iova;               // the address peers and SGEs use for the first byte
+  uint64_t reg_seq;            // distinguishes registrations that reused this slot
+  // Map path: the owner's memfd that backs [map_base, map_base + map_size).
+  int32_t map_fd;              // fd number in the owner, -1 when not mappable
+  uint32_t reserved;
+  uint64_t map_base;
+  uint64_t map_size;
+  uint64_t map_ino;
+  uint64_t map_dev;
+};
+
+struct PortCounters {
+  std::atomic<uint64_t> xmit_packets;
+  std::atomic<uint64_t> xmit_bytes;
+  std::atomic<uint64_t> rcv_packets;
+  std::atomic<uint64_t> rcv_bytes;
+  std::atomic<uint64_t> rcv_errors;
+  std::atomic<uint64_t> local_access_errors;
+  std::atomic<uint64_t> remote_access_errors;
+  std::atomic<uint64_t> cq_overruns;
+  std::atomic<uint64_t> dropped_requests;
+};
+
+struct alignas(4096) SegmentHeader {
+  std::atomic<uint64_t> magic;  // stored last by the creator
+  uint32_t layout_version;
+  uint32_t reserved;
+  uint64_t segment_bytes;
+  uint64_t node_guid;          // network byte order, as ibv_device_attr.node_guid
+  uint64_t port_guid;          // network byte order
+  uint16_t lid;
+  uint16_t sm_lid;
+  uint32_t reserved2;
+  pthread_mutex_t control;     // robust, process-shared: slot and arena allocation only
+  std::atomic<uint32_t> next_pd_id;
+  std::atomic<uint32_t> arena_hint;
+  std::atomic<uint64_t> next_reg_seq;
+  PortCounters port;
+};
+
+}  // namespace softverbs::shm

@@ -1,0 +1,185 @@
+#include "shm/process_registry.h"
+
+#include <infiniband/verbs.h>
+#include <unistd.h>
+
+#include <cerrno>
+#include <cstdio>
+#include <cstring>
+
+#include "util/log.h"
+#include "util/time.h"
+
+namespace softverbs::shm {
+
+uint64_t process_start_time(int pid) {
+  char path[64];
+  std::snprintf(path, sizeof path, "/proc/%d/stat", pid);
+  FILE* f = std::fopen(path, "re");
+  if (f == nullptr) return 0;
+  char buf[1024];
+  size_t n = std::fread(buf, 1, sizeof buf - 1, f);
+  std::fclose(f);
+  buf[n] = '\0';
+  // Field 22 (starttime) comes after the parenthesised command, which may hold spaces.
+  const char* p = std::strrchr(buf, ')');
+  if (p == nullptr) return 0;
+  unsigned long long start = 0;
+  int field = 2;
+  for (const char* q = p + 1; *q != '\0'; ++q) {
+    if (*q == ' ') {
+      ++field;
+      if (field == 22) {
+        std::sscanf(q + 1, "%llu", &start);
+        break;
+      }
+    }
+  }
+  return start;
+}
+
+Result<OwnerId> attach_process(Segment& seg) {
+  const int pid = getpid();
+  const uint64_t start = process_start_time(pid);
+  for (int pass = 0; pass < 2; ++pass) {
+    {
+      ControlLock lock(seg);
+      for (uint32_t i = 0; i < kMaxProcesses; ++i) {
+        ProcessSlot& p = seg.process(i);
+        if (p.state.load(std::memory_order_acquire) != static_cast<uint32_t>(SlotState::kFree)) continue;
+        int rc = pthread_mutex_trylock(&p.liveness);
+        if (rc == EOWNERDEAD) {
+          pthread_mutex_consistent(&p.liveness);
+          rc = 0;
+        }
+        if (rc != 0) continue;  // still held by a process between detach and exit
+        p.generation += 1;
+        p.pid = pid;
+        p.start_time = start;
+        p.dead_since_ns = 0;
+        p.doorbell.store(0);
+        p.sleeping.store(0);
+        p.cma_refused.store(0);
+        for (auto& w : p.cq_event_bits) w.store(0, std::memory_order_relaxed);
+        for (auto& w : p.qp_event_bits) w.store(0, std::memory_order_relaxed);
+        for (auto& b : p.bounce) b.state.store(static_cast<uint32_t>(BounceState::kFree));
+        p.state.store(static_cast<uint32_t>(SlotState::kLive), std::memory_order_release);
+        return OwnerId{i, p.generation};
+      }
+    }
+    sweep(seg);  // the table may be full of the dead
+  }
+  SV_LOG(kError, "device %s: all %u process slots are in use", seg.path().c_str(), kMaxProcesses);
+  return Status::error(EAGAIN);
+}
+
+bool process_alive(Segment& seg, OwnerId who) {
+  if (who.slot >= kMaxProcesses) return false;
+  ProcessSlot& p = seg.process(who.slot);
+  if (p.state.load(std::memory_order_acquire) != static_cast<uint32_t>(SlotState::kLive) ||
+      p.generation != who.generation)
+    return false;
+  int rc = pthread_mutex_trylock(&p.liveness);
+  if (rc == EBUSY) return true;
+  if (rc == EOWNERDEAD) pthread_mutex_consistent(&p.liveness);
+  if (rc == 0 || rc == EOWNERDEAD) pthread_mutex_unlock(&p.liveness);
+  return false;
+}
+
+void retire_objects_of(Segment& seg, OwnerId who) {
+  const uint64_t now = now_ns();
+  for (uint32_t i = 0; i < kMaxMrs; ++i) {
+    SharedMr& m = seg.mr(i);
+    if (m.rkey.load(std::memory_order_relaxed) != 0 && m.owner == who) {
+      m.rkey.store(0, std::memory_order_release);
+      m.lkey = 0;  // the slot is free again
+    }
+  }
+  for (uint32_t i = 0; i < kMaxQpSlots; ++i) {
+    SharedQp& q = seg.qp(i);
+    if (q.slot_state.load(std::memory_order_relaxed) == static_cast<uint32_t>(SlotState::kLive) && q.owner == who) {
+      q.state.store(IBV_QPS_ERR, std::memory_order_release);
+      q.dead_since_ns = now;
+      q.slot_state.store(static_cast<uint32_t>(SlotState::kDead), std::memory_order_release);
+    }
+  }
+  for (uint32_t i = 0; i < kMaxCqs; ++i) {
+    SharedCq& c = seg.cq(i);
+    if (c.slot_state.load(std::memory_order_relaxed) == static_cast<uint32_t>(SlotState::kLive) && c.owner == who) {
+      c.dead_since_ns = now;
+      c.slot_state.store(static_cast<uint32_t>(SlotState::kDead), std::memory_order_release);
+    }
+  }
+  for (uint32_t i = 0; i < kMaxSrqs; ++i) {
+    SharedSrq& s = seg.srq(i);
+    if (s.slot_state.load(std::memory_order_relaxed) == static_cast<uint32_t>(SlotState::kLive) && s.owner == who) {
+      s.dead_since_ns = now;
+      s.slot_state.store(static_cast<uint32_t>(SlotState::kDead), std::memory_order_release);
+    }
+  }
+}
+
+void detach_process(Segment& seg, OwnerId self) {
+  retire_objects_of(seg, self);
+  ProcessSlot& p = seg.process(self.slot);
+  p.dead_since_ns = now_ns();
+  p.state.store(static_cast<uint32_t>(SlotState::kDead), std::memory_order_release);
+}
+
+namespace {
+
+template <class Obj>
+bool past_grace(Obj& o, uint64_t now) {
+  return o.slot_state.load(std::memory_order_acquire) == static_cast<uint32_t>(SlotState::kDead) &&
+         now - o.dead_since_ns >= kReclaimGraceNs;
+}
+
+uint64_t recv_ring_bytes(const RecvQueue& rq) { return static_cast<uint64_t>(rq.capacity) * rq.stride; }
+
+// The ring is read before the CAS: once the slot is free a new owner may
+// overwrite it. The CAS makes exactly one sweeper free the ring.
+template <class Obj>
+void release_slot(Segment& seg, Obj& o, Offset ring, uint64_t bytes) {
+  uint32_t dead = static_cast<uint32_t>(SlotState::kDead);
+  if (!o.slot_state.compare_exchange_strong(dead, static_cast<uint32_t>(SlotState::kFree),
+                                            std::memory_order_acq_rel))
+    return;
+  if (ring != 0) seg.arena_free(ring, bytes);
+}
+
+}  // namespace
+
+void sweep(Segment& seg) {
+  const uint64_t now = now_ns();
+  for (uint32_t i = 0; i < kMaxProcesses; ++i) {
+    ProcessSlot& p = seg.process(i);
+    const OwnerId who{i, p.generation};
+    if (p.state.load(std::memory_order_acquire) == static_cast<uint32_t>(SlotState::kLive) &&
+        !process_alive(seg, who)) {
+      SV_LOG(kInfo, "process %d (slot %u) died; reclaiming its objects", p.pid, i);
+      retire_objects_of(seg, who);
+      p.dead_since_ns = now;
+      p.state.store(static_cast<uint32_t>(SlotState::kDead), std::memory_order_release);
+    }
+  }
+  for (uint32_t i = 0; i < kMaxQpSlots; ++i) {
+    SharedQp& q = seg.qp(i);
+    if (past_grace(q, now)) release_slot(seg, q, q.rq.ring, recv_ring_bytes(q.rq));
+  }
+  for (uint32_t i = 0; i < kMaxSrqs; ++i) {
+    SharedSrq& s = seg.srq(i);
+    if (past_grace(s, now)) release_slot(seg, s, s.rq.ring, recv_ring_bytes(s.rq));
+  }
+  for (uint32_t i = 0; i < kMaxCqs; ++i) {
+    SharedCq& c = seg.cq(i);
+    if (past_grace(c, now)) release_slot(seg, c, c.ring, static_cast<uint64_t>(c.capacity) * sizeof(CqeSlot));
+  }
+  for (uint32_t i = 0; i < kMaxProcesses; ++i) {
+    ProcessSlot& p = seg.process(i);
+    if (p.state.load(std::memory_order_acquire) == static_cast<uint32_t>(SlotState::kDead) &&
+        now - p.dead_since_ns >= kReclaimGraceNs)
+      p.state.store(static_cast<uint32_t>(SlotState::kFree), std::memory_order_release);
+  }
+}
+
+}  // namespace softverbs::shm

@@ -1,0 +1,37 @@
+// Which processes are attached to the device, whether they are alive, and
+// reclaiming what dead ones leave behind.
+//
+// Liveness: each attached process's service thread holds its slot's robust
+// mutex for the life of the process. The kernel marks a robust mutex
+// "owner died" when its holder exits, however it exits, so a peer learns of a
+// death with one trylock and no syscall while the owner lives.
+//
+// Reclaim is two-phase: phase 1 makes every object of the dead process
+// unreachable (QPs to ERR and dead, keys invalid); phase 2, a grace period
+// later, frees their slots and ring memory. Objects destroyed normally go
+// through phase 2 too, so a peer caught mid-access never touches reused memory.
+#pragma once
+
+#include <cstdint>
+
+#include "shm/segment.h"
+
+namespace softverbs::shm {
+
+inline constexpr uint64_t kReclaimGraceNs = 2'000'000'000ull;
+
+// Claims a process slot for this process. Must run on the thread that will
+// hold the liveness mutex (the service thread) until the process ends.
+Result<OwnerId> attach_process(Segment& seg);
+// Clean detach at exit: everything the process still owns goes to phase 1.
+void detach_process(Segment& seg, OwnerId self);
+
+bool process_alive(Segment& seg, OwnerId who);
+// Runs phase 1 for every dead process and phase 2 for everything past its grace.
+void sweep(Segment& seg);
+// Phase 1 for all objects of `who` (exposed for tests).
+void retire_objects_of(Segment& seg, OwnerId who);
+
+uint64_t process_start_time(int pid);
+
+}  // namespace softverbs::shm

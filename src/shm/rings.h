@@ -1,0 +1,98 @@
+// Lock-free rings in the device segment: receive queues and completion queues.
+//
+// Datapath: no allocation, no syscalls, no locks. See objects.h invariants 4
+// and 5 for who produces and who consumes.
+#pragma once
+
+#include <atomic>
+#include <cstdint>
+#include <cstring>
+
+#include "shm/objects.h"
+#include "shm/segment.h"
+
+namespace softverbs::shm {
+
+// ---- Receive queues -------------------------------------------------------
+
+inline RecvWqe* rq_slot(const Segment& seg, const RecvQueue& rq, uint64_t index) {
+  return seg.ptr<RecvWqe>(rq.ring + (index & (rq.capacity - 1)) * rq.stride);
+}
+
+inline uint32_t rq_stride_for(uint32_t max_sge) {
+  return static_cast<uint32_t>(sizeof(RecvWqe) + (max_sge == 0 ? 1 : max_sge) * sizeof(Sge));
+}
+
+inline uint64_t rq_depth(const RecvQueue& rq) {
+  return rq.tail.load(std::memory_order_acquire) - rq.head.load(std::memory_order_acquire);
+}
+
+// Owner only. Returns false when the queue is full.
+inline bool rq_post(const Segment& seg, RecvQueue& rq, uint64_t wr_id, const Sge* sge, uint32_t num_sge) {
+  const uint64_t tail = rq.tail.load(std::memory_order_relaxed);
+  if (tail - rq.head.load(std::memory_order_acquire) >= rq.capacity) return false;
+  RecvWqe* w = rq_slot(seg, rq, tail);
+  w->wr_id = wr_id;
+  w->num_sge = num_sge;
+  std::memcpy(w->sge, sge, num_sge * sizeof(Sge));
+  rq.tail.store(tail + 1, std::memory_order_release);
+  return true;
+}
+
+// Any consumer. Copies the oldest entry out and claims it. Returns false when empty.
+inline bool rq_take(const Segment& seg, RecvQueue& rq, uint64_t* wr_id, Sge* sge, uint32_t* num_sge) {
+  uint64_t head = rq.head.load(std::memory_order_acquire);
+  for (;;) {
+    if (head == rq.tail.load(std::memory_order_acquire)) return false;
+    const RecvWqe* w = rq_slot(seg, rq, head);
+    *wr_id = w->wr_id;
+    uint32_t n = w->num_sge;
+    if (n > rq.max_sge) n = rq.max_sge;  // never trust a peer-written count
+    std::memcpy(sge, w->sge, n * sizeof(Sge));
+    *num_sge = n;
+    // If another consumer won the entry, what we copied may be torn: retry.
+    if (rq.head.compare_exchange_weak(head, head + 1, std::memory_order_acq_rel)) return true;
+  }
+}
+
+// ---- Completion queues ----------------------------------------------------
+
+inline CqeSlot* cq_slot(const Segment& seg, const SharedCq& cq, uint64_t index) {
+  return seg.ptr<CqeSlot>(cq.ring) + (index & (cq.capacity - 1));
+}
+
+enum class CqPush { kOk, kOverrun };
+
+// Any producer. On a full CQ nothing is written and the CQ is marked overrun
+// (IBA 11.4.2.1: a CQ overrun is an error of the CQ).
+inline CqPush cq_push(const Segment& seg, SharedCq& cq, const Cqe& cqe) {
+  uint64_t tail = cq.tail.load(std::memory_order_relaxed);
+  for (;;) {
+    if (tail - cq.head.load(std::memory_order_acquire) >= cq.capacity) {
+      cq.overrun.store(1, std::memory_order_release);
+      return CqPush::kOverrun;
+    }
+    if (cq.tail.compare_exchange_weak(tail, tail + 1, std::memory_order_acq_rel)) break;
+  }
+  CqeSlot* s = cq_slot(seg, cq, tail);
+  s->cqe = cqe;
+  s->seq.store(tail + 1, std::memory_order_release);
+  return CqPush::kOk;
+}
+
+// Owner only. Returns false when the next entry is not yet published.
+inline bool cq_pop(const Segment& seg, SharedCq& cq, Cqe* out) {
+  const uint64_t head = cq.head.load(std::memory_order_relaxed);
+  CqeSlot* s = cq_slot(seg, cq, head);
+  if (s->seq.load(std::memory_order_acquire) != head + 1) return false;
+  *out = s->cqe;
+  cq.head.store(head + 1, std::memory_order_release);
+  return true;
+}
+
+inline bool cq_empty(const Segment& seg, const SharedCq& cq) {
+  const uint64_t head = cq.head.load(std::memory_order_relaxed);
+  return cq_slot(seg, cq, head)->seq.load(std::memory_order_acquire) != head + 1;
+}
+
+}  // namespace softverbs::shm

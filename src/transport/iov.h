@@ -1,0 +1,82 @@
+// Byte ranges in the caller's own address space, and copying between lists
+// of them. The payload of a request is always such a list: the requester's
+// gathered SGEs on the host fabric, a packet's bytes on the UDP fabric.
+#pragma once
+
+#include <sys/uio.h>
+
+#include <cstdint>
+#include <cstring>
+
+namespace softverbs::transport {
+
+struct IoList {
+  const iovec* iov = nullptr;
+  uint32_t count = 0;
+  uint64_t bytes = 0;
+};
+
+// Walks an IoList from a byte offset.
+class IoCursor {
+ public:
+  explicit IoCursor(const IoList& list, uint64_t offset = 0) : list_(list) { skip(offset); }
+
+  void skip(uint64_t n) {
+    while (n > 0 && index_ < list_.count) {
+      const uint64_t left = list_.iov[index_].iov_len - within_;
+      if (n < left) {
+        within_ += n;
+        return;
+      }
+      n -= left;
+      ++index_;
+      within_ = 0;
+    }
+  }
+
+  // Next contiguous piece of at most `max` bytes; length 0 at the end.
+  iovec next(uint64_t max) {
+    while (index_ < list_.count && list_.iov[index_].iov_len == within_) {
+      ++index_;
+      within_ = 0;
+    }
+    if (index_ >= list_.count) return {nullptr, 0};
+    const iovec& v = list_.iov[index_];
+    uint64_t n = v.iov_len - within_;
+    if (n > max) n = max;
+    iovec piece{static_cast<char*>(v.iov_base) + within_, n};
+    within_ += n;
+    return piece;
+  }
+
+ private:
+  const IoList& list_;
+  uint32_t index_ = 0;
+  uint64_t within_ = 0;
+};
+
+// Copies `n` bytes from `src` (from its offset) into the contiguous `dst`.
+inline void gather_into(void* dst, IoCursor& src, uint64_t n) {
+  auto* d = static_cast<char*>(dst);
+  while (n > 0) {
+    iovec p = src.next(n);
+    if (p.iov_len == 0) return;
+    std::memcpy(d, p.iov_base, p.iov_len);
+    d += p.iov_len;
+    n -= p.iov_len;
+  }
+}
+
+// Copies `n` bytes from the contiguous `src` into `dst` (from its offset).
+inline void scatter_from(IoCursor& dst, const void* src, uint64_t n) {
+  auto* s = static_cast<const char*>(src);
+  while (n > 0) {
+    iovec p = dst.next(n);
+    if (p.iov_len == 0) return;
+    std::memcpy(p.iov_base, s, p.iov_len);
+    s += p.iov_len;
+    n -= p.iov_len;
+  }
+}
+
+}  // namespace softverbs::transport

@@ -1,0 +1,58 @@
+// Key lookup and the protection checks of every memory access, for every role
+// (requester's local SGEs, responder's receive SGEs and remote keys).
+//
+// Returns its own error kind; callers map it (nak_table.h for the responder,
+// a local completion status for the requester).
+#pragma once
+
+#include <atomic>
+#include <cstdint>
+
+#include "shm/objects.h"
+#include "shm/segment.h"
+
+namespace softverbs::transport {
+
+enum class KeyCheck : uint8_t {
+  kOk,
+  kBadKey,     // no live MR has this key, or it belongs to another process/PD
+  kAccess,     // the MR does not grant the access
+  kRange,      // the range is not inside the MR
+  kAlignment,  // an atomic's address is not 8-byte aligned
+};
+
+struct MrRef {
+  const shm::SharedMr* mr = nullptr;
+  uint64_t va = 0;  // owner virtual address of the first byte
+};
+
+inline uint32_t mr_slot_of_key(uint32_t key) { return key & (shm::kMaxMrs - 1); }
+
+// IBA 10.6.3 / C10-…: a key is valid only for its own PD, for the accesses
+// the region grants, and for addresses inside the region.
+// `remote` selects the rkey, otherwise the lkey.
+inline KeyCheck check_key(const shm::Segment& seg, uint32_t key, bool remote, shm::OwnerId owner, uint32_t pd_id,
+                          uint64_t iova, uint64_t length, uint32_t need_access, MrRef* out) {
+  if (key == 0) return KeyCheck::kBadKey;
+  const shm::SharedMr& mr = seg.mr(mr_slot_of_key(key));
+  const uint32_t rkey = mr.rkey.load(std::memory_order_acquire);
+  if (rkey == 0) return KeyCheck::kBadKey;
+  if (remote ? rkey != key : mr.lkey != key) return KeyCheck::kBadKey;
+  const shm::OwnerId mr_owner = mr.owner;
+  const uint32_t mr_pd = mr.pd_id;
+  const uint32_t access = mr.access;
+  const uint64_t mr_iova = mr.iova;
+  const uint64_t mr_len = mr.length;
+  const uint64_t mr_addr = mr.addr;
+  // A concurrent re-registration changes the key: re-check after the reads.
+  std::atomic_thread_fence(std::memory_order_acquire);
+  if (mr.rkey.load(std::memory_order_relaxed) != rkey) return KeyCheck::kBadKey;
+  if (!(mr_owner == owner) || mr_pd != pd_id) return KeyCheck::kBadKey;
+  if ((access & need_access) != need_access) return KeyCheck::kAccess;
+  if (iova < mr_iova || length > mr_len || iova - mr_iova > mr_len - length) return KeyCheck::kRange;
+  out->mr = &mr;
+  out->va = mr_addr + (iova - mr_iova);
+  return KeyCheck::kOk;
+}
+
+}  // namespace softverbs::transport

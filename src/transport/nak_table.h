@@ -1,0 +1,73 @@
+// What each responder-detected error does, per QP type: the one table that
+// maps (error, transport) to (response, completion status at the responder,
+// async event, QP effect). IBA 9.9.3 (responder error behaviour, classes A-D).
+#pragma once
+
+#include <infiniband/verbs.h>
+
+#include <cstdint>
+
+#include "transport/request.h"
+
+namespace softverbs::transport {
+
+enum class RespError : uint8_t {
+  kPsnAhead,        // a packet after a gap (C9-87: NAK sequence error, once)
+  kOpcodeSequence,  // a middle/last with no message open, or a first inside one
+  kUnsupported,     // the QP does not allow the operation (access flags, type)
+  kRecvTooSmall,    // SEND longer than the receive WQE (C9-…: invalid request)
+  kLengthMismatch,  // payload length disagrees with RETH or the path MTU
+  kRkey,            // bad R_Key, access not granted, or range outside the MR
+  kMisaligned,      // atomic not 8-byte aligned (C9-… : invalid request)
+  kRecvLkey,        // the receive WQE's SGE fails its L_Key check
+  kTargetMemory,    // the owner's memory could not be reached
+};
+
+struct NakEffect {
+  Response::Kind kind;
+  NakCode nak;
+  int recv_status;  // status of the receive WQE in progress, or -1
+  int async_event;  // ibv_event_type raised on the responder QP, or -1
+  bool qp_error;    // the responder QP goes to ERR
+};
+
+constexpr NakEffect nak_effect(RespError e, uint8_t qp_type) {
+  using K = Response::Kind;
+  if (qp_type != IBV_QPT_RC) {
+    // UC and UD never answer: the message is dropped (IBA 9.9.4); a receive
+    // WQE already taken completes in error, the QP stays usable.
+    const int st = e == RespError::kRecvTooSmall ? IBV_WC_LOC_LEN_ERR
+                   : e == RespError::kRecvLkey   ? IBV_WC_LOC_PROT_ERR
+                                                 : -1;
+    return {K::kDrop, NakCode::kInvalidRequest, st, -1, false};
+  }
+  switch (e) {
+    case RespError::kPsnAhead: return {K::kNak, NakCode::kPsnSequence, -1, -1, false};
+    case RespError::kOpcodeSequence:
+    case RespError::kUnsupported:
+    case RespError::kLengthMismatch:
+    case RespError::kMisaligned:
+      return {K::kNak, NakCode::kInvalidRequest, IBV_WC_REM_INV_REQ_ERR, IBV_EVENT_QP_REQ_ERR, true};
+    case RespError::kRecvTooSmall: return {K::kNak, NakCode::kInvalidRequest, IBV_WC_LOC_LEN_ERR, -1, true};
+    case RespError::kRkey:
+      return {K::kNak, NakCode::kRemoteAccess, IBV_WC_REM_ACCESS_ERR, IBV_EVENT_QP_ACCESS_ERR, true};
+    case RespError::kRecvLkey: return {K::kNak, NakCode::kRemoteOperational, IBV_WC_LOC_PROT_ERR, -1, true};
+    case RespError::kTargetMemory:
+      return {K::kNak, NakCode::kRemoteOperational, IBV_WC_LOC_QP_OP_ERR, IBV_EVENT_QP_FATAL, true};
+  }
+  return {K::kDrop, NakCode::kInvalidRequest, -1, -1, false};
+}
+
+// Completion status at the requester for a NAK (IBA 9.7.5.2.8 / C9-… ).
+constexpr ibv_wc_status requester_status(NakCode nak) {
+  switch (nak) {
+    case NakCode::kInvalidRequest: return IBV_WC_REM_INV_REQ_ERR;
+    case NakCode::kRemoteAccess: return IBV_WC_REM_ACCESS_ERR;
+    case NakCode::kRemoteOperational: return IBV_WC_REM_OP_ERR;
+    case NakCode::kInvalidRdRequest: return IBV_WC_REM_INV_RD_REQ_ERR;
+    case NakCode::kPsnSequence: return IBV_WC_RETRY_EXC_ERR;  // only once retries are spent
+  }
+  return IBV_WC_GENERAL_ERR;
+}
+
+}  // namespace softverbs::transport

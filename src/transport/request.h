@@ -1,0 +1,65 @@
+// One request packet as the responder sees it, whatever fabric carried it,
+// and the responder's answer.
+//
+// The UDP fabric fills a Request from a parsed packet (one per packet, with
+// first/last from the opcode table); the host fabric from a whole send WQE,
+// as one "only" packet of any length.
+#pragma once
+
+#include <cstdint>
+
+#include "transport/iov.h"
+
+namespace softverbs::transport {
+
+enum class ReqKind : uint8_t { kSend, kWrite, kRead, kCmpSwap, kFetchAdd };
+
+struct Request {
+  ReqKind kind = ReqKind::kSend;
+  bool first = true;        // first or only packet of the message
+  bool last = true;         // last or only packet of the message
+  bool has_imm = false;
+  bool solicited = false;   // BTH.SE
+  uint32_t psn = 0;
+  uint32_t dest_qpn = 0;
+  uint32_t src_qpn = 0;     // the requesting QP (RC/UC: the connected peer)
+  uint16_t slid = 0;
+  uint64_t va = 0;          // RETH / AtomicETH
+  uint32_t rkey = 0;
+  uint32_t dma_length = 0;  // RETH: length of the whole WRITE or READ
+  uint64_t compare_add = 0; // AtomicETH
+  uint64_t swap = 0;
+  uint32_t imm = 0;         // network byte order
+  uint32_t qkey = 0;        // DETH (UD)
+  IoList payload;           // this packet's payload bytes
+  uint32_t packets = 1;     // PSNs the message consumes (READ: its responses)
+};
+
+// AETH syndromes, IBA 9.7.5.2.
+enum class NakCode : uint8_t {
+  kPsnSequence = 0,
+  kInvalidRequest = 1,
+  kRemoteAccess = 2,
+  kRemoteOperational = 3,
+  kInvalidRdRequest = 4,
+};
+
+struct Response {
+  enum class Kind : uint8_t {
+    kAck,        // executed (READ: data granted, atomic: original in `original`)
+    kDuplicate,  // already executed: acknowledged again, not executed again
+    kRnrNak,     // receiver not ready: retry after `rnr_timer`
+    kNak,        // NAK with `nak`
+    kDrop,       // silently discarded: the requester's timer will fire
+  };
+  Kind kind = Kind::kDrop;
+  NakCode nak = NakCode::kInvalidRequest;
+  uint8_t rnr_timer = 0;
+  uint32_t msn = 0;
+  uint64_t original = 0;
+  // READ: where the data is, in the target's memory.
+  const void* read_mr = nullptr;  // const shm::SharedMr*
+  uint64_t read_va = 0;
+};
+
+}  // namespace softverbs::transport

@@ -1,0 +1,367 @@
+#include "transport/responder.h"
+
+#include <infiniband/verbs.h>
+
+#include <algorithm>
+#include <optional>
+
+#include "shm/rings.h"
+#include "transport/cq_output.h"
+#include "transport/mem_ops.h"
+#include "transport/nak_table.h"
+#include "util/log.h"
+
+namespace softverbs::transport {
+namespace {
+
+constexpr uint32_t kPsnMask = 0xffffff;
+
+// Serial comparison of 24-bit PSNs (IBA 9.7.1): negative = behind, positive = ahead.
+int32_t psn_delta(uint32_t a, uint32_t b) {
+  return static_cast<int32_t>(((a - b) & kPsnMask) << 8) >> 8;
+}
+
+bool accepts_requests(uint8_t state) {
+  // IBA 10.3.1: the receive side works in RTR and every later non-error state.
+  return state == IBV_QPS_RTR || state == IBV_QPS_RTS || state == IBV_QPS_SQD || state == IBV_QPS_SQE;
+}
+
+class Responder {
+ public:
+  Responder(shm::Segment& seg, uint32_t slot, const Request& req, TargetMemory& mem, Notifier& notifier)
+      : seg_(seg), slot_(slot), qp_(seg.qp(slot)), st_(qp_.resp), req_(req), mem_(mem), notifier_(notifier) {}
+
+  Response run();
+
+ private:
+  Response fail(RespError e);
+  Response ack() {
+    Response r;
+    r.kind = Response::Kind::kAck;
+    r.msn = st_.msn;
+    return r;
+  }
+  bool take_recv_wqe();
+  std::optional<RespError> place_send_payload();
+  bool complete_recv(int status, uint32_t byte_len, bool with_imm, ibv_wc_opcode opcode);
+  Response on_send();
+  Response on_write();
+  Response on_read();
+  Response on_atomic();
+  Response on_duplicate();
+  void advance(uint32_t packets) { st_.epsn = (req_.psn + packets) & kPsnMask; }
+  KeyCheck check_rkey(uint64_t length, uint32_t access, MrRef* out) {
+    return check_key(seg_, req_.rkey, true, qp_.owner, qp_.pd_id, req_.va, length, access, out);
+  }
+
+  shm::Segment& seg_;
+  uint32_t slot_;
+  shm::SharedQp& qp_;
+  shm::ResponderState& st_;
+  const Request& req_;
+  TargetMemory& mem_;
+  Notifier& notifier_;
+};
+
+bool Responder::take_recv_wqe() {
+  if (st_.recv_valid) return true;
+  shm::RecvQueue* rq = &qp_.rq;
+  if (qp_.srq != 0) {
+    shm::SharedSrq& srq = seg_.srq(qp_.srq - 1);
+    if (srq.slot_state.load(std::memory_order_acquire) != static_cast<uint32_t>(shm::SlotState::kLive)) return false;
+    rq = &srq.rq;
+  }
+  if (rq->ring == 0) return false;
+  uint32_t n = 0;
+  if (!shm::rq_take(seg_, *rq, &st_.recv_wr_id, st_.recv_sge, &n)) return false;
+  st_.recv_num_sge = n;
+  st_.recv_offset = 0;
+  st_.recv_from_srq = qp_.srq != 0;
+  st_.recv_valid = 1;
+  if (qp_.srq != 0) {
+    // IBA 10.2.9.3: the SRQ limit event fires once when the queue drains below it.
+    shm::SharedSrq& srq = seg_.srq(qp_.srq - 1);
+    const uint32_t limit = srq.rq.limit.load(std::memory_order_relaxed);
+    if (limit != 0 && shm::rq_depth(srq.rq) < limit) {
+      uint32_t expected = limit;
+      if (srq.rq.limit.compare_exchange_strong(expected, 0))
+        notifier_.qp_event(slot_, qp_.owner, 1ull << IBV_EVENT_SRQ_LIMIT_REACHED);
+    }
+  }
+  return true;
+}
+
+// Scatters this packet's payload across the receive WQE's SGEs, checking each
+// SGE's L_Key as it is reached.
+std::optional<RespError> Responder::place_send_payload() {
+  uint64_t len = req_.payload.bytes;
+  uint64_t skip = st_.recv_offset;
+  uint64_t src_off = 0;
+  uint64_t capacity = 0;
+  for (uint32_t i = 0; i < st_.recv_num_sge; ++i) capacity += st_.recv_sge[i].length;
+  if (st_.recv_offset + len > capacity) return RespError::kRecvTooSmall;
+  for (uint32_t i = 0; i < st_.recv_num_sge && len > 0; ++i) {
+    const shm::Sge& sge = st_.recv_sge[i];
+    if (skip >= sge.length) {
+      skip -= sge.length;
+      continue;
+    }
+    const uint64_t n = std::min<uint64_t>(sge.length - skip, len);
+    MrRef ref;
+    if (check_key(seg_, sge.lkey, false, qp_.owner, qp_.pd_id, sge.addr + skip, n, IBV_ACCESS_LOCAL_WRITE, &ref) !=
+        KeyCheck::kOk)
+      return RespError::kRecvLkey;
+    if (!mem_.write(*ref.mr, ref.va, req_.payload, src_off, n).is_ok()) return RespError::kTargetMemory;
+    src_off += n;
+    len -= n;
+    skip = 0;
+  }
+  st_.recv_offset += static_cast<uint32_t>(req_.payload.bytes);
+  return std::nullopt;
+}
+
+bool Responder::complete_recv(int status, uint32_t byte_len, bool with_imm, ibv_wc_opcode opcode) {
+  shm::Cqe cqe{};
+  cqe.wr_id = st_.recv_wr_id;
+  cqe.status = static_cast<uint8_t>(status);
+  cqe.opcode = static_cast<uint8_t>(opcode);
+  cqe.byte_len = byte_len;
+  cqe.qp_num = qp_.qpn;
+  cqe.src_qp = req_.src_qpn;
+  cqe.slid = req_.slid;
+  cqe.sq_index = shm::Cqe::kRecv;
+  cqe.solicited = req_.solicited;
+  if (with_imm) {
+    cqe.wc_flags = IBV_WC_WITH_IMM;
+    cqe.imm_data = req_.imm;
+  }
+  st_.recv_valid = 0;
+  return post_cqe(seg_, qp_.recv_cq, cqe, notifier_);
+}
+
+Response Responder::fail(RespError e) {
+  const NakEffect fx = nak_effect(e, qp_.qp_type);
+  if (e == RespError::kPsnAhead) {
+    qp_.counters.out_of_sequence.fetch_add(1, std::memory_order_relaxed);
+    if (st_.psn_nak_sent) {
+      Response r;
+      r.kind = Response::Kind::kDrop;
+      return r;
+    }
+    st_.psn_nak_sent = 1;
+  }
+  if (fx.recv_status >= 0 && st_.recv_valid)
+    complete_recv(fx.recv_status, 0, false, req_.kind == ReqKind::kSend ? IBV_WC_RECV : IBV_WC_RECV_RDMA_WITH_IMM);
+  st_.in_message = 0;
+  if (fx.qp_error) {
+    qp_.state.store(IBV_QPS_ERR, std::memory_order_release);
+    uint64_t bits = kQpFlushRequest;
+    if (fx.async_event >= 0) bits |= 1ull << fx.async_event;
+    notifier_.qp_event(slot_, qp_.owner, bits);
+  }
+  if (e == RespError::kRkey) seg_.header().port.remote_access_errors.fetch_add(1, std::memory_order_relaxed);
+  Response r;
+  r.kind = fx.kind;
+  r.nak = fx.nak;
+  r.msn = st_.msn;
+  return r;
+}
+
+Response Responder::on_send() {
+  if (req_.first && !take_recv_wqe()) {
+    // IBA 9.7.5.2.8: no receive WQE: RNR NAK carrying our minimum RNR timer.
+    if (qp_.qp_type != IBV_QPT_RC) return fail(RespError::kRecvTooSmall);
+    qp_.counters.rnr_naks_sent.fetch_add(1, std::memory_order_relaxed);
+    Response r;
+    r.kind = Response::Kind::kRnrNak;
+    r.rnr_timer = qp_.min_rnr_timer.load(std::memory_order_relaxed);
+    r.msn = st_.msn;
+    return r;
+  }
+  if (!st_.recv_valid) return fail(RespError::kOpcodeSequence);
+  if (std::optional<RespError> e = place_send_payload()) return fail(*e);
+  st_.in_message = !req_.last;
+  st_.opcode_family = static_cast<uint32_t>(ReqKind::kSend);
+  advance(req_.packets);
+  if (req_.last) {
+    const uint32_t len = st_.recv_offset;
+    st_.msn = (st_.msn + 1) & kPsnMask;
+    qp_.counters.received_messages.fetch_add(1, std::memory_order_relaxed);
+    qp_.counters.received_bytes.fetch_add(len, std::memory_order_relaxed);
+    complete_recv(IBV_WC_SUCCESS, len, req_.has_imm, IBV_WC_RECV);
+  }
+  return ack();
+}
+
+Response Responder::on_write() {
+  if ((qp_.access_flags.load(std::memory_order_relaxed) & IBV_ACCESS_REMOTE_WRITE) == 0)
+    return fail(RespError::kUnsupported);
+  // WRITE with immediate consumes a receive WQE (IBA 9.4.3): check first, so an
+  // RNR NAK comes before any data is placed.
+  if (req_.last && req_.has_imm && !take_recv_wqe()) {
+    if (qp_.qp_type != IBV_QPT_RC) return fail(RespError::kRecvTooSmall);
+    qp_.counters.rnr_naks_sent.fetch_add(1, std::memory_order_relaxed);
+    Response r;
+    r.kind = Response::Kind::kRnrNak;
+    r.rnr_timer = qp_.min_rnr_timer.load(std::memory_order_relaxed);
+    r.msn = st_.msn;
+    return r;
+  }
+  if (req_.first) {
+    // IBA 9.7.4.1.5 / C9-88: the R_Key of a zero-length WRITE is not checked.
+    if (req_.dma_length != 0) {
+      MrRef ref;
+      KeyCheck k = check_rkey(req_.dma_length, IBV_ACCESS_REMOTE_WRITE, &ref);
+      if (k != KeyCheck::kOk) return fail(RespError::kRkey);
+    }
+    st_.write_va = req_.va;
+    st_.write_rkey = req_.rkey;
+    st_.write_remaining = req_.dma_length;
+  }
+  const uint64_t n = req_.payload.bytes;
+  if (n > st_.write_remaining || (req_.last && n != st_.write_remaining)) return fail(RespError::kLengthMismatch);
+  if (n > 0) {
+    MrRef ref;
+    if (check_key(seg_, st_.write_rkey, true, qp_.owner, qp_.pd_id, st_.write_va, n, IBV_ACCESS_REMOTE_WRITE, &ref) !=
+        KeyCheck::kOk)
+      return fail(RespError::kRkey);
+    if (!mem_.write(*ref.mr, ref.va, req_.payload, 0, n).is_ok()) return fail(RespError::kTargetMemory);
+  }
+  st_.write_va += n;
+  st_.write_remaining -= static_cast<uint32_t>(n);
+  st_.in_message = !req_.last;
+  st_.opcode_family = static_cast<uint32_t>(ReqKind::kWrite);
+  advance(req_.packets);
+  if (req_.last) {
+    qp_.counters.received_messages.fetch_add(1, std::memory_order_relaxed);
+    if (req_.has_imm) {
+      st_.msn = (st_.msn + 1) & kPsnMask;
+      complete_recv(IBV_WC_SUCCESS, req_.dma_length, true, IBV_WC_RECV_RDMA_WITH_IMM);
+    } else {
+      st_.msn = (st_.msn + 1) & kPsnMask;
+    }
+  }
+  return ack();
+}
+
+Response Responder::on_read() {
+  if (qp_.qp_type != IBV_QPT_RC || (qp_.access_flags.load(std::memory_order_relaxed) & IBV_ACCESS_REMOTE_READ) == 0)
+    return fail(RespError::kUnsupported);
+  Response r = ack();
+  if (req_.dma_length != 0) {
+    MrRef ref;
+    if (check_rkey(req_.dma_length, IBV_ACCESS_REMOTE_READ, &ref) != KeyCheck::kOk) return fail(RespError::kRkey);
+    r.read_mr = ref.mr;
+    r.read_va = ref.va;
+  }
+  advance(req_.packets);
+  st_.msn = (st_.msn + 1) & kPsnMask;
+  r.msn = st_.msn;
+  qp_.counters.received_messages.fetch_add(1, std::memory_order_relaxed);
+  return r;
+}
+
+Response Responder::on_atomic() {
+  if (qp_.qp_type != IBV_QPT_RC || (qp_.access_flags.load(std::memory_order_relaxed) & IBV_ACCESS_REMOTE_ATOMIC) == 0)
+    return fail(RespError::kUnsupported);
+  if (req_.va % 8 != 0) return fail(RespError::kMisaligned);
+  MrRef ref;
+  if (check_rkey(8, IBV_ACCESS_REMOTE_ATOMIC, &ref) != KeyCheck::kOk) return fail(RespError::kRkey);
+  uint64_t original = 0;
+  const AtomicOp op = req_.kind == ReqKind::kCmpSwap ? AtomicOp::kCmpSwap : AtomicOp::kFetchAdd;
+  if (!mem_.atomic(*ref.mr, ref.va, op, req_.compare_add, req_.swap, &original).is_ok())
+    return fail(RespError::kTargetMemory);
+  shm::AtomicReplay& slot = st_.atomics[st_.atomic_next++ % shm::kMaxRdAtomic];
+  slot.psn = req_.psn;
+  slot.original = original;
+  slot.valid = 1;
+  advance(req_.packets);
+  st_.msn = (st_.msn + 1) & kPsnMask;
+  qp_.counters.received_messages.fetch_add(1, std::memory_order_relaxed);
+  Response r = ack();
+  r.original = original;
+  return r;
+}
+
+// IBA 9.7.5.1.5: duplicates are answered, never executed twice. READs are
+// answered again from memory; atomics from the replay ring.
+Response Responder::on_duplicate() {
+  qp_.counters.duplicate_requests.fetch_add(1, std::memory_order_relaxed);
+  Response r;
+  r.kind = Response::Kind::kDuplicate;
+  r.msn = st_.msn;
+  if (req_.kind == ReqKind::kRead && req_.dma_length != 0) {
+    MrRef ref;
+    if (check_rkey(req_.dma_length, IBV_ACCESS_REMOTE_READ, &ref) != KeyCheck::kOk) {
+      r.kind = Response::Kind::kDrop;
+      return r;
+    }
+    r.read_mr = ref.mr;
+    r.read_va = ref.va;
+  } else if (req_.kind == ReqKind::kCmpSwap || req_.kind == ReqKind::kFetchAdd) {
+    r.kind = Response::Kind::kDrop;  // C9-… : unknown PSN: drop, let the requester time out
+    for (const shm::AtomicReplay& a : st_.atomics)
+      if (a.valid && a.psn == req_.psn) {
+        r.kind = Response::Kind::kDuplicate;
+        r.original = a.original;
+      }
+  }
+  return r;
+}
+
+Response Responder::run() {
+  // C9-… : packets for a QP that cannot receive are silently dropped.
+  if (qp_.slot_state.load(std::memory_order_acquire) != static_cast<uint32_t>(shm::SlotState::kLive) ||
+      qp_.qpn != req_.dest_qpn || !accepts_requests(qp_.state.load(std::memory_order_acquire))) {
+    SV_LOG_RATELIMITED(kDebug, "QP %#x: request dropped: state %u", req_.dest_qpn,
+                       static_cast<unsigned>(qp_.state.load()));
+    seg_.header().port.dropped_requests.fetch_add(1, std::memory_order_relaxed);
+    return Response{};
+  }
+  // A connected QP answers only its peer.
+  if ((qp_.qp_type == IBV_QPT_RC || qp_.qp_type == IBV_QPT_UC) && req_.src_qpn != qp_.dest_qpn) {
+    SV_LOG_RATELIMITED(kDebug, "QP %#x: request from QP %#x, connected to %#x: dropped", req_.dest_qpn,
+                       req_.src_qpn, qp_.dest_qpn);
+    seg_.header().port.dropped_requests.fetch_add(1, std::memory_order_relaxed);
+    return Response{};
+  }
+  qp_.requester_qpn = req_.src_qpn;
+  if (qp_.qp_type == IBV_QPT_RC) {
+    const int32_t d = psn_delta(req_.psn, st_.epsn);
+    if (d < 0) return on_duplicate();
+    if (d > 0) return fail(RespError::kPsnAhead);
+    st_.psn_nak_sent = 0;
+  } else {
+    st_.epsn = req_.psn;  // UC/UD: no sequence to enforce beyond the message (IBA 9.8)
+  }
+  // IBA 9.7.4.1.3 (C9-…): opcodes must follow first…middle…last of one kind.
+  const bool continues = st_.in_message != 0;
+  if (continues != !req_.first ||
+      (continues && st_.opcode_family != static_cast<uint32_t>(req_.kind)))
+    return fail(RespError::kOpcodeSequence);
+  switch (req_.kind) {
+    case ReqKind::kSend: return on_send();
+    case ReqKind::kWrite: return on_write();
+    case ReqKind::kRead: return on_read();
+    case ReqKind::kCmpSwap:
+    case ReqKind::kFetchAdd: return on_atomic();
+  }
+  return fail(RespError::kUnsupported);
+}
+
+}  // namespace
+
+int qp_slot_of(const shm::Segment& seg, uint32_t qpn) {
+  const uint32_t slot = qpn & (shm::kMaxQpSlots - 1);
+  if (slot < 2) return -1;
+  const shm::SharedQp& qp = seg.qp(slot);
+  if (qp.slot_state.load(std::memory_order_acquire) != static_cast<uint32_t>(shm::SlotState::kLive) || qp.qpn != qpn)
+    return -1;
+  return static_cast<int>(slot);
+}
+
+Response respond(shm::Segment& seg, uint32_t qp_slot, const Request& req, TargetMemory& mem, Notifier& notifier) {
+  return Responder(seg, qp_slot, req, mem, notifier).run();
+}
+
+}  // namespace softverbs::transport

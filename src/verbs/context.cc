@@ -1,0 +1,62 @@
+#include "verbs/context.h"
+
+#include <fcntl.h>
+#include <unistd.h>
+
+#include <cerrno>
+#include <new>
+
+namespace softverbs::verbs {
+
+Result<Context*> Context::open(ibv_device* device) {
+  Result<Device*> dev = Device::get();
+  if (!dev.is_ok()) return dev.status();
+  auto* ctx = new (std::nothrow) Context();
+  if (ctx == nullptr) return Status::error(ENOMEM);
+  int fds[2];
+  if (pipe2(fds, O_CLOEXEC) != 0) {
+    delete ctx;
+    return Status::error(errno);
+  }
+  fcntl(fds[1], F_SETFL, O_NONBLOCK);
+  ctx->device_ = dev.value();
+  ctx->async_write_fd_ = fds[1];
+  ibv_context& c = ctx->vctx_.context;
+  c.device = device;
+  c.async_fd = fds[0];
+  // No kernel command channel exists; a descriptor that is valid to poll and
+  // close keeps programs that look at it happy.
+  c.cmd_fd = ::open("/dev/null", O_RDONLY | O_CLOEXEC);
+  c.num_comp_vectors = 1;
+  pthread_mutex_init(&c.mutex, nullptr);
+  c.abi_compat = __VERBS_ABI_IS_EXTENDED;
+  ctx->vctx_.sz = sizeof(verbs_context);
+  return ctx;
+}
+
+Context::~Context() {
+  ibv_context& c = vctx_.context;
+  if (c.async_fd >= 0) ::close(c.async_fd);
+  if (c.cmd_fd >= 0) ::close(c.cmd_fd);
+  if (async_write_fd_ >= 0) ::close(async_write_fd_);
+  pthread_mutex_destroy(&c.mutex);
+}
+
+void Context::raise_async(ibv_event_type type, AsyncObject kind, void* object) {
+  AsyncRecord r{static_cast<uint32_t>(type), kind, object};
+  // A full pipe (64 KiB of unread events) loses the event rather than block
+  // the caller; the kernel's event queue has the same limit in spirit.
+  ssize_t n = ::write(async_write_fd_, &r, sizeof r);
+  (void)n;
+}
+
+Status Context::next_async(AsyncRecord* out) {
+  for (;;) {
+    ssize_t n = ::read(vctx_.context.async_fd, out, sizeof *out);
+    if (n == static_cast<ssize_t>(sizeof *out)) return Status::ok();
+    if (n < 0 && errno == EINTR) continue;
+    return Status::error(n < 0 ? errno : EIO);
+  }
+}
+
+}  // namespace softverbs::verbs

@@ -1,0 +1,51 @@
+// An opened device context: the ABI's verbs_context plus its async event queue.
+//
+// Async events travel through a pipe (context->async_fd, pollable, as the
+// kernel's uverbs event file is): whoever raises one writes an AsyncRecord;
+// ibv_get_async_event reads it.
+#pragma once
+
+#include <infiniband/verbs.h>
+
+#include <cstddef>
+#include <cstdint>
+
+#include "util/status.h"
+#include "verbs/device.h"
+
+namespace softverbs::verbs {
+
+enum class AsyncObject : uint32_t { kNone, kQp, kCq, kSrq, kPort };
+
+struct AsyncRecord {
+  uint32_t type;  // enum ibv_event_type
+  AsyncObject kind;
+  void* object;   // Qp*, Cq*, Srq* (the verbs object), or the port number
+};
+
+class Context {
+ public:
+  static Result<Context*> open(ibv_device* device);
+  static Context* from(ibv_context* c) {
+    return reinterpret_cast<Context*>(reinterpret_cast<char*>(c) - offsetof(Context, vctx_) -
+                                      offsetof(verbs_context, context));
+  }
+  ~Context();
+
+  ibv_context* ibv() { return &vctx_.context; }
+  verbs_context* vctx() { return &vctx_; }
+  Device& device() { return *device_; }
+
+  void raise_async(ibv_event_type type, AsyncObject kind, void* object);
+  // Blocks (unless async_fd is non-blocking) for the next event.
+  Status next_async(AsyncRecord* out);
+
+ private:
+  Context() = default;
+
+  verbs_context vctx_{};  // its ibv_context is what the application holds
+  Device* device_ = nullptr;
+  int async_write_fd_ = -1;
+};
+
+}  // namespace softverbs::verbs

@@ -1,0 +1,213 @@
+#include "verbs/cq.h"
+
+#include <fcntl.h>
+#include <unistd.h>
+
+#include <cerrno>
+#include <new>
+
+#include "shm/rings.h"
+#include "util/time.h"
+#include "verbs/context.h"
+#include "verbs/device.h"
+
+namespace softverbs::verbs {
+namespace {
+
+constexpr uint64_t kSupportedWcFlags = IBV_WC_EX_WITH_BYTE_LEN | IBV_WC_EX_WITH_IMM | IBV_WC_EX_WITH_QP_NUM |
+                                       IBV_WC_EX_WITH_SRC_QP | IBV_WC_EX_WITH_SLID | IBV_WC_EX_WITH_SL |
+                                       IBV_WC_EX_WITH_DLID_PATH_BITS;
+
+Result<uint32_t> claim_cq_slot(shm::Segment& seg) {
+  shm::ControlLock lock(seg);
+  for (uint32_t i = 0; i < shm::kMaxCqs; ++i) {
+    shm::SharedCq& c = seg.cq(i);
+    if (c.slot_state.load(std::memory_order_relaxed) != static_cast<uint32_t>(shm::SlotState::kFree)) continue;
+    c.slot_state.store(static_cast<uint32_t>(shm::SlotState::kDead), std::memory_order_relaxed);
+    c.dead_since_ns = ~0ull >> 1;  // reserved: a sweep must not free it
+    return i;
+  }
+  return Status::error(ENOMEM);
+}
+
+}  // namespace
+
+void to_wc(const shm::Cqe& c, ibv_wc* wc) {
+  wc->wr_id = c.wr_id;
+  wc->status = static_cast<ibv_wc_status>(c.status);
+  wc->opcode = static_cast<ibv_wc_opcode>(c.opcode);
+  wc->vendor_err = c.vendor_err;
+  wc->byte_len = c.byte_len;
+  wc->imm_data = c.imm_data;
+  wc->qp_num = c.qp_num;
+  wc->src_qp = c.src_qp;
+  wc->wc_flags = c.wc_flags;
+  wc->pkey_index = c.pkey_index;
+  wc->slid = c.slid;
+  wc->sl = c.sl;
+  wc->dlid_path_bits = c.dlid_path_bits;
+}
+
+Result<CompChannel*> CompChannel::create(Context* ctx) {
+  auto* ch = new (std::nothrow) CompChannel();
+  if (ch == nullptr) return Status::error(ENOMEM);
+  int fds[2];
+  if (pipe2(fds, O_CLOEXEC) != 0) {
+    delete ch;
+    return Status::error(errno);
+  }
+  fcntl(fds[1], F_SETFL, O_NONBLOCK);
+  ch->ibv.context = ctx->ibv();
+  ch->ibv.fd = fds[0];
+  ch->ibv.refcnt = 0;
+  ch->write_fd = fds[1];
+  return ch;
+}
+
+Status CompChannel::destroy() {
+  if (cqs.load() != 0) return Status::error(EBUSY);
+  ::close(ibv.fd);
+  ::close(write_fd);
+  delete this;
+  return Status::ok();
+}
+
+Result<Cq*> Cq::create(Context* ctx, const ibv_cq_init_attr_ex& attr) {
+  if (attr.cqe < 1 || attr.cqe > shm::kMaxCqe) return Status::error(EINVAL);
+  if (attr.comp_vector >= static_cast<uint32_t>(ctx->ibv()->num_comp_vectors)) return Status::error(EINVAL);
+  if ((attr.wc_flags & ~kSupportedWcFlags) != 0) return Status::error(EOPNOTSUPP);
+  if ((attr.comp_mask & ~static_cast<uint32_t>(IBV_CQ_INIT_ATTR_MASK_FLAGS | IBV_CQ_INIT_ATTR_MASK_PD)) != 0)
+    return Status::error(EINVAL);
+  if ((attr.comp_mask & IBV_CQ_INIT_ATTR_MASK_FLAGS) &&
+      (attr.flags & ~static_cast<uint32_t>(IBV_CREATE_CQ_ATTR_SINGLE_THREADED | IBV_CREATE_CQ_ATTR_IGNORE_OVERRUN)))
+    return Status::error(EOPNOTSUPP);
+  if (attr.channel != nullptr && attr.channel->context != ctx->ibv()) return Status::error(EINVAL);
+
+  Device& dev = ctx->device();
+  shm::Segment& seg = dev.seg();
+  uint32_t capacity = 16;
+  while (capacity < attr.cqe + 1u) capacity <<= 1;
+  auto* cq = new (std::nothrow) Cq();
+  if (cq == nullptr) return Status::error(ENOMEM);
+  Result<shm::Offset> ring = seg.arena_alloc(static_cast<uint64_t>(capacity) * sizeof(shm::CqeSlot));
+  if (!ring.is_ok()) {
+    delete cq;
+    return ring.status();
+  }
+  Result<uint32_t> slot = claim_cq_slot(seg);
+  if (!slot.is_ok()) {
+    seg.arena_free(ring.value(), static_cast<uint64_t>(capacity) * sizeof(shm::CqeSlot));
+    delete cq;
+    return slot.status();
+  }
+  cq->ctx_ = ctx;
+  cq->slot_ = slot.value();
+  cq->shared_ = &seg.cq(cq->slot_);
+  cq->channel_ = attr.channel != nullptr ? CompChannel::from(attr.channel) : nullptr;
+  cq->single_threaded_ =
+      (attr.comp_mask & IBV_CQ_INIT_ATTR_MASK_FLAGS) && (attr.flags & IBV_CREATE_CQ_ATTR_SINGLE_THREADED);
+
+  shm::SharedCq& s = *cq->shared_;
+  s.owner = dev.self();
+  s.capacity = capacity;
+  s.cqe = capacity - 1;
+  s.ring = ring.value();
+  s.armed.store(shm::kCqDisarmed);
+  s.overrun.store(0);
+  s.tail.store(0);
+  s.head.store(0);
+  s.dead_since_ns = 0;
+  s.slot_state.store(static_cast<uint32_t>(shm::SlotState::kLive), std::memory_order_release);
+
+  ibv_cq_ex& e = cq->ex_;
+  e.context = ctx->ibv();
+  e.channel = attr.channel;
+  e.cq_context = attr.cq_context;
+  e.handle = cq->slot_;
+  e.cqe = static_cast<int>(capacity - 1);
+  pthread_mutex_init(&e.mutex, nullptr);
+  pthread_cond_init(&e.cond, nullptr);
+  if (cq->channel_ != nullptr) cq->channel_->cqs.fetch_add(1);
+  dev.add_cq(cq->slot_, cq);
+  return cq;
+}
+
+bool Cq::pop(shm::Cqe* out) { return shm::cq_pop(ctx_->device().seg(), *shared_, out); }
+
+int Cq::poll(int n, ibv_wc* wc) {
+  if (n < 0 || (n > 0 && wc == nullptr)) return -EINVAL;
+  if (!single_threaded_) poll_mu_.lock();
+  int got = 0;
+  shm::Cqe cqe;
+  while (got < n && pop(&cqe)) to_wc(cqe, &wc[got++]);
+  if (!single_threaded_) poll_mu_.unlock();
+  return got;
+}
+
+int Cq::arm(bool solicited_only) {
+  // IBA 11.4.2.2: the next (solicited) completion after arming raises one event.
+  shared_->armed.store(solicited_only ? shm::kCqArmSolicited : shm::kCqArmAny, std::memory_order_seq_cst);
+  return 0;
+}
+
+Status Cq::resize(int cqe) {
+  if (cqe < 1 || static_cast<uint32_t>(cqe) > shm::kMaxCqe) return Status::error(EINVAL);
+  // Producers in other processes write into the ring without a lock, so the
+  // ring cannot move; a resize that fits is honoured, a larger one is not.
+  if (static_cast<uint32_t>(cqe) > shared_->cqe) return Status::error(EOPNOTSUPP);
+  return Status::ok();
+}
+
+void Cq::deliver_event() {
+  if (shared_->overrun.load(std::memory_order_acquire) != 0 && overrun_reported_.exchange(1) == 0) {
+    ctx_->raise_async(IBV_EVENT_CQ_ERR, AsyncObject::kCq, this);
+  }
+  if (channel_ == nullptr) return;
+  Cq* self = this;
+  events_reported_.fetch_add(1, std::memory_order_relaxed);
+  if (::write(channel_->write_fd, &self, sizeof self) != sizeof self)
+    events_reported_.fetch_sub(1, std::memory_order_relaxed);
+}
+
+Status Cq::destroy() {
+  if (users_.load() != 0) return Status::error(EBUSY);
+  Device& dev = ctx_->device();
+  dev.remove_cq(slot_);
+  // ibv_destroy_cq(3): wait until every reported event has been acknowledged.
+  pthread_mutex_lock(&ex_.mutex);
+  while (ex_.comp_events_completed != events_reported_.load() ||
+         ex_.async_events_completed != overrun_reported_.load())
+    pthread_cond_wait(&ex_.cond, &ex_.mutex);
+  pthread_mutex_unlock(&ex_.mutex);
+  shared_->dead_since_ns = now_ns();
+  shared_->slot_state.store(static_cast<uint32_t>(shm::SlotState::kDead), std::memory_order_release);
+  if (channel_ != nullptr) channel_->cqs.fetch_sub(1);
+  pthread_mutex_destroy(&ex_.mutex);
+  pthread_cond_destroy(&ex_.cond);
+  delete this;
+  return Status::ok();
+}
+
+int Cq::start_poll() {
+  if (!single_threaded_) poll_mu_.lock();
+  if (!pop(&current_)) {
+    if (!single_threaded_) poll_mu_.unlock();
+    return ENOENT;
+  }
+  ex_.wr_id = current_.wr_id;
+  ex_.status = static_cast<ibv_wc_status>(current_.status);
+  return 0;
+}
+
+int Cq::next_poll() {
+  if (!pop(&current_)) return ENOENT;
+  ex_.wr_id = current_.wr_id;
+  ex_.status = static_cast<ibv_wc_status>(current_.status);
+  return 0;
+}
+
+void Cq::end_poll() {
+  if (!single_threaded_) poll_mu_.unlock();
+}
+
+}  // namespace softverbs::verbs

@@ -1,0 +1,82 @@
+// Completion queues and completion channels.
+//
+// A CQ's ring lives in the segment (shm/rings.h): peers' responders add
+// receive completions to it directly; only this process consumes. Polling is
+// lock-free against producers; concurrent pollers of one CQ serialise on a
+// process-local lock (skipped for IBV_CREATE_CQ_ATTR_SINGLE_THREADED).
+//
+// Events: when an armed CQ fires (transport/cq_output.cc), deliver_event()
+// writes the Cq* into its channel's pipe; ibv_get_cq_event reads it there.
+#pragma once
+
+#include <infiniband/verbs.h>
+
+#include <atomic>
+#include <cstdint>
+
+#include "shm/objects.h"
+#include "util/spin_mutex.h"
+#include "util/status.h"
+
+namespace softverbs::verbs {
+
+class Context;
+
+struct CompChannel {
+  ibv_comp_channel ibv{};
+  int write_fd = -1;
+  std::atomic<int> cqs{0};
+
+  static CompChannel* from(ibv_comp_channel* c) { return reinterpret_cast<CompChannel*>(c); }
+  static Result<CompChannel*> create(Context* ctx);
+  Status destroy();
+};
+
+class Cq {
+ public:
+  static Result<Cq*> create(Context* ctx, const ibv_cq_init_attr_ex& attr);
+  static Cq* from(ibv_cq* c) { return reinterpret_cast<Cq*>(c); }
+  static Cq* from(ibv_cq_ex* c) { return reinterpret_cast<Cq*>(c); }
+
+  ibv_cq* ibv() { return reinterpret_cast<ibv_cq*>(&ex_); }
+  ibv_cq_ex* ibv_ex() { return &ex_; }
+  Context* context() { return ctx_; }
+  uint32_t slot() const { return slot_; }
+  shm::SharedCq& shared() { return *shared_; }
+
+  int poll(int n, ibv_wc* wc);
+  int arm(bool solicited_only);
+  Status resize(int cqe);
+  // The CQ's armed condition was met (or it overran): signal the channel.
+  void deliver_event();
+  Status destroy();
+
+  // Extended polling (ibv_start_poll & co): the entry under the cursor.
+  int start_poll();
+  int next_poll();
+  void end_poll();
+  const shm::Cqe& current() const { return current_; }
+
+  // QPs and SRQs that complete into this CQ: destroy fails with EBUSY while > 0.
+  std::atomic<uint32_t>& users() { return users_; }
+
+ private:
+  Cq() = default;
+  bool pop(shm::Cqe* out);
+
+  ibv_cq_ex ex_{};  // first: ibv_cq and ibv_cq_ex pointers are this object
+  std::atomic<uint32_t> users_{0};
+  Context* ctx_ = nullptr;
+  CompChannel* channel_ = nullptr;
+  uint32_t slot_ = 0;
+  shm::SharedCq* shared_ = nullptr;
+  bool single_threaded_ = false;
+  SpinMutex poll_mu_;
+  std::atomic<uint32_t> events_reported_{0};
+  std::atomic<uint32_t> overrun_reported_{0};
+  shm::Cqe current_{};
+};
+
+void to_wc(const shm::Cqe& cqe, ibv_wc* wc);
+
+}  // namespace softverbs::verbs

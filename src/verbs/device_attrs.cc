@@ -1,0 +1,97 @@
+#include "verbs/device_attrs.h"
+
+#include <cstring>
+
+namespace softverbs::verbs {
+
+void fill_device_attr(const shm::Segment& seg, ibv_device_attr* a) {
+  std::memset(a, 0, sizeof *a);
+  std::strncpy(a->fw_ver, kFirmwareVersion, sizeof a->fw_ver - 1);
+  a->node_guid = seg.header().node_guid;
+  a->sys_image_guid = seg.header().node_guid;
+  a->max_mr_size = shm::kMaxMrSize;
+  a->page_size_cap = 0xfffff000;  // 4 KiB and every larger power of two
+  a->vendor_id = kVendorId;
+  a->vendor_part_id = kVendorPartId;
+  a->hw_ver = kHwVersion;
+  a->max_qp = static_cast<int>(shm::kMaxQpSlots - 2);
+  a->max_qp_wr = static_cast<int>(shm::kMaxQpWr);
+  a->device_cap_flags = IBV_DEVICE_RC_RNR_NAK_GEN | IBV_DEVICE_SHUTDOWN_PORT | IBV_DEVICE_PORT_ACTIVE_EVENT |
+                        IBV_DEVICE_SYS_IMAGE_GUID | IBV_DEVICE_CHANGE_PHY_PORT | IBV_DEVICE_RESIZE_MAX_WR;
+  a->max_sge = static_cast<int>(shm::kMaxSge);
+  a->max_sge_rd = static_cast<int>(shm::kMaxSge);
+  a->max_cq = static_cast<int>(shm::kMaxCqs);
+  a->max_cqe = static_cast<int>(shm::kMaxCqe);
+  a->max_mr = static_cast<int>(shm::kMaxMrs - 1);
+  a->max_pd = 1 << 20;
+  a->max_qp_rd_atom = static_cast<int>(shm::kMaxRdAtomic);
+  a->max_ee_rd_atom = 0;
+  a->max_res_rd_atom = static_cast<int>(shm::kMaxRdAtomic * (shm::kMaxQpSlots - 2));
+  a->max_qp_init_rd_atom = static_cast<int>(shm::kMaxRdAtomic);
+  a->max_ee_init_rd_atom = 0;
+  a->atomic_cap = IBV_ATOMIC_HCA;
+  a->max_ee = 0;
+  a->max_rdd = 0;
+  a->max_mw = 0;
+  a->max_raw_ipv6_qp = 0;
+  a->max_raw_ethy_qp = 0;
+  a->max_mcast_grp = 0;
+  a->max_mcast_qp_attach = 0;
+  a->max_total_mcast_qp_attach = 0;
+  a->max_ah = 1 << 20;
+  a->max_fmr = 0;
+  a->max_map_per_fmr = 0;
+  a->max_srq = 0;  // SRQs: not yet
+  a->max_srq_wr = 0;
+  a->max_srq_sge = 0;
+  a->max_pkeys = 1;
+  a->local_ca_ack_delay = 15;
+  a->phys_port_cnt = 1;
+}
+
+void fill_device_attr_ex(const shm::Segment& seg, ibv_device_attr_ex* a) {
+  std::memset(a, 0, sizeof *a);
+  fill_device_attr(seg, &a->orig_attr);
+  a->comp_mask = 0;
+  a->max_dm_size = 0;
+  a->raw_packet_caps = 0;
+  a->completion_timestamp_mask = 0;
+  a->hca_core_clock = 0;
+  a->device_cap_flags_ex = a->orig_attr.device_cap_flags;
+  a->phys_port_cnt_ex = 1;
+}
+
+void fill_port_attr(const shm::Segment& seg, ibv_port_attr* p) {
+  std::memset(p, 0, sizeof *p);
+  p->state = IBV_PORT_ACTIVE;
+  p->max_mtu = IBV_MTU_4096;
+  p->active_mtu = IBV_MTU_4096;
+  p->gid_tbl_len = 1;
+  p->port_cap_flags = IBV_PORT_SM | IBV_PORT_SYS_IMAGE_GUID_SUP | IBV_PORT_CM_SUP;
+  p->max_msg_sz = shm::kMaxMsgSize;
+  p->bad_pkey_cntr = 0;
+  p->qkey_viol_cntr = 0;
+  p->pkey_tbl_len = 1;
+  p->lid = seg.header().lid;
+  p->sm_lid = seg.header().sm_lid;
+  p->lmc = 0;
+  p->max_vl_num = 1;  // IBA 7.6: VL0 only, encoded as 1
+  p->sm_sl = 0;
+  p->subnet_timeout = 18;
+  p->init_type_reply = 0;
+  p->active_width = 2;   // 4x
+  p->active_speed = 32;  // EDR (25.78125 Gb/s per lane)
+  p->phys_state = 5;     // LinkUp
+  p->link_layer = IBV_LINK_LAYER_INFINIBAND;
+  p->flags = 0;
+  p->port_cap_flags2 = 0;
+}
+
+void port_gid(const shm::Segment& seg, ibv_gid* gid) {
+  std::memset(gid, 0, sizeof *gid);
+  gid->raw[0] = 0xfe;
+  gid->raw[1] = 0x80;
+  std::memcpy(gid->raw + 8, &seg.header().port_guid, 8);
+}
+
+}  // namespace softverbs::verbs

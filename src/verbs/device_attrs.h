@@ -1,0 +1,26 @@
+// What the device and its port report (ibv_query_device/_ex, ibv_query_port,
+// GID and P_Key tables). One place, so every query agrees with the limits the
+// code enforces (shm/limits.h).
+#pragma once
+
+#include <infiniband/verbs.h>
+
+#include <cstdint>
+
+#include "shm/segment.h"
+
+namespace softverbs::verbs {
+
+inline constexpr char kDeviceName[] = "softverbs0";
+inline constexpr uint32_t kVendorId = 0x5356;  // not a real vendor: software keys paths on Mellanox/Amazon ids
+inline constexpr uint32_t kVendorPartId = 1;
+inline constexpr uint32_t kHwVersion = 1;
+inline constexpr char kFirmwareVersion[] = "0.1.0";
+
+void fill_device_attr(const shm::Segment& seg, ibv_device_attr* attr);
+void fill_device_attr_ex(const shm::Segment& seg, ibv_device_attr_ex* attr);
+void fill_port_attr(const shm::Segment& seg, ibv_port_attr* attr);
+// GID index 0: fe80::/64 + port GUID (IBA 4.1.1).
+void port_gid(const shm::Segment& seg, ibv_gid* gid);
+
+}  // namespace softverbs::verbs

@@ -1,0 +1,156 @@
+#include "verbs/mr.h"
+
+#include <sys/mman.h>
+#include <sys/random.h>
+
+#include <cerrno>
+#include <new>
+#include <vector>
+
+#include "shm/segment.h"
+#include "verbs/context.h"
+#include "verbs/device.h"
+
+namespace softverbs::verbs {
+namespace {
+
+constexpr unsigned kSupportedAccess = IBV_ACCESS_LOCAL_WRITE | IBV_ACCESS_REMOTE_WRITE | IBV_ACCESS_REMOTE_READ |
+                                      IBV_ACCESS_REMOTE_ATOMIC | IBV_ACCESS_ZERO_BASED | IBV_ACCESS_RELAXED_ORDERING;
+
+uint16_t random_tag() {
+  uint16_t v = 0;
+  while (v == 0)
+    if (getrandom(&v, sizeof v, 0) != sizeof v) v = static_cast<uint16_t>(reinterpret_cast<uintptr_t>(&v) >> 4);
+  return v;
+}
+
+// The kernel pins the pages at registration and fails with EFAULT if any is
+// unmapped; we check the same with mincore.
+bool range_mapped(uint64_t addr, uint64_t length) {
+  const uint64_t start = addr & ~(shm::kPageSize - 1);
+  const uint64_t end = (addr + length + shm::kPageSize - 1) & ~(shm::kPageSize - 1);
+  unsigned char vec[256];
+  for (uint64_t p = start; p < end; p += sizeof vec * shm::kPageSize) {
+    const uint64_t n = std::min<uint64_t>(end - p, sizeof vec * shm::kPageSize);
+    if (mincore(reinterpret_cast<void*>(p), n, vec) != 0) return false;
+  }
+  return true;
+}
+
+Result<uint32_t> claim_slot(shm::Segment& seg) {
+  static std::atomic<uint32_t> hint{1};
+  shm::ControlLock lock(seg);
+  const uint32_t start = hint.load(std::memory_order_relaxed);
+  for (uint32_t n = 0; n < shm::kMaxMrs; ++n) {
+    const uint32_t slot = (start + n) % shm::kMaxMrs;
+    if (slot == 0) continue;
+    shm::SharedMr& m = seg.mr(slot);
+    if (m.rkey.load(std::memory_order_relaxed) != 0 || m.lkey != 0) continue;
+    m.lkey = 1;  // reserved until published
+    hint.store(slot + 1, std::memory_order_relaxed);
+    return slot;
+  }
+  return Status::error(ENOMEM);
+}
+
+void publish(shm::Segment& seg, Mr* mr, Pd* pd, uint64_t addr, uint64_t length, uint64_t iova, unsigned access,
+             const Device& dev) {
+  shm::SharedMr& m = seg.mr(mr->slot);
+  uint32_t lkey, rkey;
+  do {
+    lkey = (static_cast<uint32_t>(random_tag()) << 16) | mr->slot;
+    rkey = (static_cast<uint32_t>(random_tag()) << 16) | mr->slot;
+  } while (lkey == rkey);
+  m.lkey = lkey;
+  m.owner = dev.self();
+  m.pd_id = pd->id;
+  m.access = access;
+  m.addr = addr;
+  m.length = length;
+  m.iova = iova;
+  m.reg_seq = seg.header().next_reg_seq.fetch_add(1, std::memory_order_relaxed);
+  m.map_fd = mr->backing.fd;
+  m.map_base = mr->backing.base;
+  m.map_size = mr->backing.size;
+  m.map_ino = mr->backing.ino;
+  m.map_dev = mr->backing.dev;
+  m.rkey.store(rkey, std::memory_order_release);
+  mr->ibv.lkey = lkey;
+  mr->ibv.rkey = rkey;
+}
+
+}  // namespace
+
+Status check_access_flags(unsigned access) {
+  access &= ~static_cast<unsigned>(IBV_ACCESS_OPTIONAL_RANGE);
+  if ((access & ~kSupportedAccess) != 0) return Status::error(EINVAL);
+  if ((access & (IBV_ACCESS_REMOTE_WRITE | IBV_ACCESS_REMOTE_ATOMIC)) != 0 && (access & IBV_ACCESS_LOCAL_WRITE) == 0)
+    return Status::error(EINVAL);
+  return Status::ok();
+}
+
+Result<Mr*> register_mr(Pd* pd, void* addr, size_t length, uint64_t iova, unsigned access) {
+  SV_RETURN_IF_ERROR(check_access_flags(access));
+  const uint64_t a = reinterpret_cast<uint64_t>(addr);
+  if (length == 0 || length > shm::kMaxMrSize || a + length < a) return Status::error(EINVAL);
+  if (!range_mapped(a, length)) return Status::error(EFAULT);
+  if (access & IBV_ACCESS_ZERO_BASED) iova = 0;
+  Device& dev = pd->ctx->device();
+  shm::Segment& seg = dev.seg();
+  auto* mr = new (std::nothrow) Mr();
+  if (mr == nullptr) return Status::error(ENOMEM);
+  Result<uint32_t> slot = claim_slot(seg);
+  if (!slot.is_ok()) {
+    delete mr;
+    return slot.status();
+  }
+  mr->slot = slot.value();
+  mr->pd = pd;
+  mr->backing = fabric::host::acquire_backing(a, length);
+  mr->ibv.context = pd->ctx->ibv();
+  mr->ibv.pd = &pd->ibv;
+  mr->ibv.addr = addr;
+  mr->ibv.length = length;
+  mr->ibv.handle = mr->slot;
+  publish(seg, mr, pd, a, length, iova, access & ~static_cast<unsigned>(IBV_ACCESS_OPTIONAL_RANGE), dev);
+  pd->users.fetch_add(1, std::memory_order_relaxed);
+  return mr;
+}
+
+Status deregister_mr(Mr* mr) {
+  shm::Segment& seg = mr->pd->ctx->device().seg();
+  shm::SharedMr& m = seg.mr(mr->slot);
+  m.rkey.store(0, std::memory_order_release);
+  {
+    shm::ControlLock lock(seg);
+    m.lkey = 0;
+  }
+  fabric::host::release_backing(mr->backing);
+  mr->pd->users.fetch_sub(1, std::memory_order_relaxed);
+  delete mr;
+  return Status::ok();
+}
+
+Status reregister_mr(Mr* mr, int flags, Pd* pd, void* addr, size_t length, unsigned access) {
+  if (flags == 0 || (flags & ~(IBV_REREG_MR_CHANGE_TRANSLATION | IBV_REREG_MR_CHANGE_PD |
+                               IBV_REREG_MR_CHANGE_ACCESS)) != 0)
+    return Status::error(EINVAL);
+  shm::SharedMr& m = mr->pd->ctx->device().seg().mr(mr->slot);
+  Pd* new_pd = (flags & IBV_REREG_MR_CHANGE_PD) ? pd : mr->pd;
+  void* new_addr = (flags & IBV_REREG_MR_CHANGE_TRANSLATION) ? addr : mr->ibv.addr;
+  size_t new_len = (flags & IBV_REREG_MR_CHANGE_TRANSLATION) ? length : mr->ibv.length;
+  unsigned new_access = (flags & IBV_REREG_MR_CHANGE_ACCESS) ? access : m.access;
+  if (new_pd == nullptr) return Status::error(EINVAL);
+  SV_RETURN_IF_ERROR(check_access_flags(new_access));
+  Result<Mr*> fresh = register_mr(new_pd, new_addr, new_len, reinterpret_cast<uint64_t>(new_addr), new_access);
+  if (!fresh.is_ok()) return fresh.status();
+  // Swap the new registration into the caller's ibv_mr, retire the old one.
+  Mr old = *mr;
+  *mr = *fresh.value();
+  fresh.value()->slot = old.slot;
+  fresh.value()->pd = old.pd;
+  fresh.value()->backing = old.backing;
+  return deregister_mr(fresh.value());
+}
+
+}  // namespace softverbs::verbs

@@ -1,0 +1,87 @@
+// Queue pairs: creation, the state machine (modify/query), posting, and the
+// owner-side handling of errors that peers report.
+//
+// A QP is three pieces: its shared entry (shm::SharedQp: the state, what the
+// responder needs, the receive queue), its send side (transport::SendSide:
+// the send queue, connection attributes, retry state — process-local), and
+// this object, which embeds the ABI's ibv_qp_ex.
+//
+// Thread-safety: post_send serialises on side_.lock, post_recv on rq_mu_,
+// modify/query on modify_mu_; the transport runs under side_.lock.
+#pragma once
+
+#include <infiniband/verbs.h>
+
+#include <atomic>
+#include <cstdint>
+#include <mutex>
+
+#include "transport/send_side.h"
+#include "util/spin_mutex.h"
+#include "util/status.h"
+
+namespace softverbs::verbs {
+
+class Context;
+class Cq;
+struct Pd;
+
+class Qp {
+ public:
+  static Result<Qp*> create(Context* ctx, ibv_qp_init_attr_ex* attr);
+  static Qp* from(ibv_qp* q) { return reinterpret_cast<Qp*>(q); }
+
+  ibv_qp* ibv() { return &ex_.qp_base; }
+  ibv_qp_ex* ibv_ex() { return &ex_; }
+  Context* context() { return ctx_; }
+  transport::SendSide& side() { return side_; }
+
+  Status modify(const ibv_qp_attr& attr, int mask);
+  Status query(ibv_qp_attr* attr, int mask, ibv_qp_init_attr* init);
+  int post_send(ibv_send_wr* wr, ibv_send_wr** bad);
+  int post_recv(ibv_recv_wr* wr, ibv_recv_wr** bad);
+  Status destroy();
+
+  // Service thread, registry lock held.
+  void on_timer();
+  void on_remote_event(uint64_t bits);
+
+  // ibv_wr_* (extended posting). WQEs are built in place in the send queue
+  // between wr_start and wr_complete, which holds the send-side lock.
+  void wr_start();
+  int wr_complete();
+  void wr_abort();
+  // Starts a WQE with ibv_qp_ex's wr_id and wr_flags; nullptr on error.
+  transport::SendWqe* wr_begin(ibv_wr_opcode opcode);
+  void wr_set_sges(const ibv_sge* sge, size_t n);
+  void wr_set_inline(const ibv_data_buf* bufs, size_t n);
+
+  void ack_async_event();
+
+ private:
+  Qp() = default;
+  Status validate_attrs(const ibv_qp_attr& a, int mask, ibv_qp_state cur, ibv_qp_state next);
+  void apply(const ibv_qp_attr& a, int mask, ibv_qp_state next);
+  int post_one(const ibv_send_wr& wr);
+  void enter_error_locked();
+
+  ibv_qp_ex ex_{};  // first: ibv_qp* and ibv_qp_ex* are this object
+  Context* ctx_ = nullptr;
+  Pd* pd_ = nullptr;
+  Cq* send_cq_ = nullptr;
+  Cq* recv_cq_ = nullptr;
+  uint32_t slot_ = 0;
+  shm::SharedQp* shared_ = nullptr;
+  transport::SendSide side_;
+  SpinMutex rq_mu_;
+  std::mutex modify_mu_;
+  ibv_qp_attr attr_{};            // what query_qp reports
+  ibv_qp_init_attr init_{};
+  std::atomic<uint32_t> events_reported_{0};
+
+  uint64_t wr_building_ = 0;   // WQEs built since wr_start
+  transport::SendWqe* wr_current_ = nullptr;
+  int wr_error_ = 0;
+};
+
+}  // namespace softverbs::verbs

@@ -65,12 +65,23 @@ enum class CqPush { kOk, kOverrun };
 
 // Any producer. On a full CQ nothing is written and the CQ is marked overrun
 // (IBA 11.4.2.1: a CQ overrun is an error of the CQ).
-inline CqPush cq_push(const Segment& seg, SharedCq& cq, const Cqe& cqe) {
-  uint64_t tail = cq.tail.load(std::memory_order_relaxed);
+// `tail` is the producer's first look at cq.tail, possibly stale by the time
+// it reads head (a parameter so tests can replay that interleaving).
+inline CqPush cq_push_from(const Segment& seg, SharedCq& cq, const Cqe& cqe, uint64_t tail) {
   for (;;) {
-    if (tail - cq.head.load(std::memory_order_acquire) >= cq.capacity) {
-      cq.overrun.store(1, std::memory_order_release);
-      return CqPush::kOverrun;
+    const uint64_t head = cq.head.load(std::memory_order_acquire);
+    // A stale `tail` can be behind a head the consumer has since advanced:
+    // only a fresh tail that is a full ring ahead means overrun.
+    if (tail < head || tail - head >= cq.capacity) {
+      const uint64_t fresh = cq.tail.load(std::memory_order_acquire);
+      if (fresh != tail) {
+        tail = fresh;
+        continue;
+      }
+      if (tail >= head) {
+        cq.overrun.store(1, std::memory_order_release);
+        return CqPush::kOverrun;
+      }
     }
     if (cq.tail.compare_exchange_weak(tail, tail + 1, std::memory_order_acq_rel)) break;
   }
@@ -78,6 +89,10 @@ inline CqPush cq_push(const Segment& seg, SharedCq& cq, const Cqe& cqe) {
   s->cqe = cqe;
   s->seq.store(tail + 1, std::memory_order_release);
   return CqPush::kOk;
+}
+
+inline CqPush cq_push(const Segment& seg, SharedCq& cq, const Cqe& cqe) {
+  return cq_push_from(seg, cq, cqe, cq.tail.load(std::memory_order_acquire));
 }
 
 // Owner only. Returns false when the next entry is not yet published.

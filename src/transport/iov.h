@@ -19,7 +19,7 @@ struct IoList {
 // Walks an IoList from a byte offset.
 class IoCursor {
  public:
-  explicit IoCursor(const IoList& list, uint64_t offset = 0) : list_(list) { skip(offset); }
+  explicit IoCursor(IoList list, uint64_t offset = 0) : list_(list) { skip(offset); }
 
   void skip(uint64_t n) {
     while (n > 0 && index_ < list_.count) {
@@ -50,7 +50,7 @@ class IoCursor {
   }
 
  private:
-  const IoList& list_;
+  IoList list_;  // by value: cursors outlive the temporaries they are often built from
   uint32_t index_ = 0;
   uint64_t within_ = 0;
 };

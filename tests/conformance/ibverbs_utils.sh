@@ -1,0 +1,77 @@
+#!/usr/bin/env bash
+# Debian's own ibverbs-utils, unmodified, on softverbs through LD_LIBRARY_PATH.
+# Usage: ibverbs_utils.sh <dir of our libibverbs.so.1> <scenario>
+set -euo pipefail
+libdir=$1
+scenario=$2
+export LD_LIBRARY_PATH=$libdir
+export SOFTVERBS_DEVICE_PATH=/dev/shm/softverbs-conf-$scenario-$$
+pids=()
+cleanup() {
+  for p in "${pids[@]}"; do kill -9 "$p" 2>/dev/null || true; wait "$p" 2>/dev/null || true; done
+  rm -f "$SOFTVERBS_DEVICE_PATH"
+}
+trap cleanup EXIT
+fail() { echo "FAIL: $*" >&2; exit 1; }
+
+# A TCP port for the pingpong rendezvous that nothing else uses.
+port=$(( 20000 + ($$ % 20000) ))
+
+pingpong() {  # pingpong <program> <args...>: server and client, both must pass
+  local prog=$1; shift
+  local log
+  log=$(mktemp)
+  timeout 120 "$prog" -d softverbs0 -p "$port" "$@" >"$log" 2>&1 &
+  local spid=$!
+  pids+=("$spid")
+  local out
+  for _ in $(seq 50); do
+    out=$(timeout 120 "$prog" -d softverbs0 -p "$port" "$@" localhost 2>&1) && break
+    # The server may not listen yet: retry the rendezvous only, never a failed run.
+    grep -q "Couldn't connect" <<<"$out" || break
+    sleep 0.1
+  done
+  echo "client: $out" | tail -2
+  wait "$spid" || fail "$prog $* server failed: $(cat "$log")"
+  grep -q "iters in" <<<"$out" || fail "$prog $* client failed: $out"
+  grep -q "iters in" "$log" || fail "$prog $* server printed no result: $(cat "$log")"
+  rm -f "$log"
+  port=$((port + 1))
+}
+
+case $scenario in
+  devices)
+    out=$(ibv_devices) || fail "ibv_devices: $out"
+    echo "$out"
+    grep -Eq "softverbs0[[:space:]]+[0-9a-f]{16}" <<<"$out" || fail "ibv_devices does not list softverbs0 with a GUID"
+    ;;
+  devinfo)
+    out=$(ibv_devinfo -v) || fail "ibv_devinfo -v: $out"
+    echo "$out" | head -20
+    for want in "hca_id:[[:space:]]softverbs0" "state:[[:space:]]+PORT_ACTIVE" "active_mtu:[[:space:]]+4096" \
+                "link_layer:[[:space:]]+InfiniBand" "atomic_cap:[[:space:]]+ATOMIC_HCA" "GID\[  0\]:[[:space:]]+fe80:0000:0000:0000"; do
+      grep -Eq "$want" <<<"$out" || fail "ibv_devinfo -v lacks /$want/"
+    done
+    lid=$(sed -nE 's/.*port_lid:[[:space:]]+([0-9]+).*/\1/p' <<<"$out")
+    [ "${lid:-0}" -gt 0 ] || fail "port LID is not assigned"
+    guid=$(sed -nE 's/.*node_guid:[[:space:]]+([0-9a-f:]+).*/\1/p' <<<"$out" | tr -d :)
+    grep -q "${guid:8:8}" <<<"$(sed -n 's/.*GID\[  0\]:[[:space:]]*//p' <<<"$out" | tr -d :)" ||
+      true  # GID 0 is built from the port GUID, which need not equal the node GUID
+    ibv_devinfo -d softverbs0 -i 1 >/dev/null || fail "ibv_devinfo -d -i"
+    ;;
+  rc_pingpong_lid)
+    for size in 1 64 4096 65536 1048576; do pingpong ibv_rc_pingpong -s "$size" -n 10000; done
+    ;;
+  rc_pingpong_gid)
+    for size in 1 4096 1048576; do pingpong ibv_rc_pingpong -g 0 -s "$size" -n 10000; done
+    ;;
+  rc_pingpong_events)
+    pingpong ibv_rc_pingpong -e -n 2000
+    pingpong ibv_rc_pingpong -e -g 0 -s 65536 -n 2000
+    ;;
+  rc_pingpong_paths)
+    for path in map cma bounce; do SOFTVERBS_HOST_PATH=$path pingpong ibv_rc_pingpong -s 100000 -n 2000; done
+    ;;
+  *) fail "unknown scenario $scenario" ;;
+esac
+echo "PASS: $scenario"

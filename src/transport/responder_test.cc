@@ -1,0 +1,385 @@
+// The responder against a hand-built target QP in a private segment: every
+// check and effect, without processes or fabrics (the UDP fabric will feed it
+// the same Requests packet by packet).
+#include "transport/responder.h"
+
+#include <gtest/gtest.h>
+#include <infiniband/verbs.h>
+#include <arpa/inet.h>
+#include <unistd.h>
+
+#include <cstring>
+#include <vector>
+
+#include "shm/rings.h"
+#include "transport/nak_table.h"
+
+namespace softverbs::transport {
+namespace {
+
+constexpr uint32_t kQpSlot = 2;
+constexpr uint32_t kQpn = (1u << shm::kQpSlotBits) | kQpSlot;
+constexpr uint32_t kPeerQpn = 0x777;
+constexpr uint32_t kPd = 7;
+constexpr uint32_t kCqSlot = 1;
+constexpr shm::OwnerId kOwner{5, 1};
+
+class RecordingNotifier final : public Notifier {
+ public:
+  void cq_event(uint32_t slot, shm::OwnerId) override { cq_events.push_back(slot); }
+  void qp_event(uint32_t slot, shm::OwnerId, uint64_t bits) override { qp_events.push_back({slot, bits}); }
+  std::vector<uint32_t> cq_events;
+  std::vector<std::pair<uint32_t, uint64_t>> qp_events;
+};
+
+class ResponderTest : public ::testing::Test {
+ protected:
+  void SetUp() override {
+    path_ = "/dev/shm/softverbs-responder-test-" + std::to_string(getpid());
+    Result<std::unique_ptr<shm::Segment>> s = shm::Segment::open(path_);
+    ASSERT_TRUE(s.is_ok());
+    seg_ = std::move(s.value());
+    shm::SharedCq& cq = seg_->cq(kCqSlot);
+    cq.capacity = 64;
+    cq.ring = seg_->arena_alloc(64 * sizeof(shm::CqeSlot)).value();
+    cq.owner = kOwner;
+    cq.slot_state.store(static_cast<uint32_t>(shm::SlotState::kLive));
+    shm::SharedQp& qp = seg_->qp(kQpSlot);
+    qp.qpn = kQpn;
+    qp.owner = kOwner;
+    qp.qp_type = IBV_QPT_RC;
+    qp.state.store(IBV_QPS_RTS);
+    qp.pd_id = kPd;
+    qp.dest_qpn = kPeerQpn;
+    qp.access_flags.store(IBV_ACCESS_REMOTE_WRITE | IBV_ACCESS_REMOTE_READ | IBV_ACCESS_REMOTE_ATOMIC);
+    qp.min_rnr_timer.store(12);
+    qp.recv_cq = kCqSlot;
+    qp.rq.capacity = 8;
+    qp.rq.max_sge = 4;
+    qp.rq.stride = shm::rq_stride_for(4);
+    qp.rq.ring = seg_->arena_alloc(8 * qp.rq.stride).value();
+    qp.resp.epsn = 100;
+    qp.slot_state.store(static_cast<uint32_t>(shm::SlotState::kLive));
+    mem_.assign(4096, 0);
+    add_mr(3, mem_.data(), mem_.size(), IBV_ACCESS_LOCAL_WRITE | IBV_ACCESS_REMOTE_WRITE | IBV_ACCESS_REMOTE_READ |
+                                             IBV_ACCESS_REMOTE_ATOMIC);
+  }
+  void TearDown() override {
+    seg_.reset();
+    unlink(path_.c_str());
+  }
+
+  void add_mr(uint32_t slot, void* addr, size_t len, uint32_t access) {
+    shm::SharedMr& m = seg_->mr(slot);
+    m.lkey = (0x11u << 16) | slot;
+    m.owner = kOwner;
+    m.pd_id = kPd;
+    m.access = access;
+    m.addr = reinterpret_cast<uint64_t>(addr);
+    m.iova = m.addr;
+    m.length = len;
+    m.map_fd = -1;
+    m.rkey.store((0x22u << 16) | slot);
+  }
+  uint32_t lkey() const { return (0x11u << 16) | 3; }
+  uint32_t rkey() const { return (0x22u << 16) | 3; }
+  uint64_t va(size_t off = 0) const { return reinterpret_cast<uint64_t>(mem_.data()) + off; }
+
+  void post_recv(uint64_t wr_id, size_t off, uint32_t len) {
+    shm::Sge sge{va(off), len, lkey()};
+    ASSERT_TRUE(shm::rq_post(*seg_, seg_->qp(kQpSlot).rq, wr_id, &sge, 1));
+  }
+
+  Request base(ReqKind kind, uint32_t psn) {
+    Request r;
+    r.kind = kind;
+    r.psn = psn;
+    r.dest_qpn = kQpn;
+    r.src_qpn = kPeerQpn;
+    return r;
+  }
+  Response send(Request r, const std::string& payload) {
+    payload_ = payload;
+    iov_ = {payload_.data(), payload_.size()};
+    r.payload = {&iov_, 1, payload_.size()};
+    r.dma_length = static_cast<uint32_t>(payload_.size());
+    return respond(*seg_, kQpSlot, r, local_, notifier_);
+  }
+  bool pop(shm::Cqe* out) { return shm::cq_pop(*seg_, seg_->cq(kCqSlot), out); }
+  uint8_t qp_state() { return seg_->qp(kQpSlot).state.load(); }
+
+  std::string path_;
+  std::unique_ptr<shm::Segment> seg_;
+  std::vector<uint8_t> mem_;
+  LocalMemory local_;
+  RecordingNotifier notifier_;
+  std::string payload_;
+  iovec iov_{};
+};
+
+TEST_F(ResponderTest, SendPlacesPayloadAndCompletesReceive) {
+  post_recv(42, 10, 100);
+  Request r = base(ReqKind::kSend, 100);
+  r.has_imm = true;
+  r.imm = htonl(0xabcd);
+  Response resp = send(r, "hello");
+  EXPECT_EQ(resp.kind, Response::Kind::kAck);
+  EXPECT_EQ(std::memcmp(mem_.data() + 10, "hello", 5), 0);
+  shm::Cqe c;
+  ASSERT_TRUE(pop(&c));
+  EXPECT_EQ(c.wr_id, 42u);
+  EXPECT_EQ(c.status, IBV_WC_SUCCESS);
+  EXPECT_EQ(c.opcode, IBV_WC_RECV);
+  EXPECT_EQ(c.byte_len, 5u);
+  EXPECT_EQ(c.wc_flags, IBV_WC_WITH_IMM);
+  EXPECT_EQ(c.imm_data, htonl(0xabcd));
+  EXPECT_EQ(c.src_qp, kPeerQpn);
+  EXPECT_EQ(seg_->qp(kQpSlot).resp.epsn, 101u);
+}
+
+TEST_F(ResponderTest, SendWithoutReceiveIsRnrNakAndLeavesPsn) {
+  Response resp = send(base(ReqKind::kSend, 100), "x");
+  EXPECT_EQ(resp.kind, Response::Kind::kRnrNak);
+  EXPECT_EQ(resp.rnr_timer, 12);
+  EXPECT_EQ(seg_->qp(kQpSlot).resp.epsn, 100u);
+  EXPECT_EQ(qp_state(), IBV_QPS_RTS);
+}
+
+TEST_F(ResponderTest, SendLongerThanReceiveIsInvalidRequestAndLocalLengthError) {
+  post_recv(1, 0, 4);
+  Response resp = send(base(ReqKind::kSend, 100), "too long");
+  EXPECT_EQ(resp.kind, Response::Kind::kNak);
+  EXPECT_EQ(resp.nak, NakCode::kInvalidRequest);
+  shm::Cqe c;
+  ASSERT_TRUE(pop(&c));
+  EXPECT_EQ(c.status, IBV_WC_LOC_LEN_ERR);
+  EXPECT_EQ(qp_state(), IBV_QPS_ERR);
+  ASSERT_EQ(notifier_.qp_events.size(), 1u);
+  EXPECT_TRUE(notifier_.qp_events[0].second & kQpFlushRequest);
+}
+
+TEST_F(ResponderTest, ReceiveWithBadLkeyIsRemoteOperationalError) {
+  shm::Sge sge{va(0), 16, lkey() ^ 0x10000};
+  ASSERT_TRUE(shm::rq_post(*seg_, seg_->qp(kQpSlot).rq, 9, &sge, 1));
+  Response resp = send(base(ReqKind::kSend, 100), "data");
+  EXPECT_EQ(resp.nak, NakCode::kRemoteOperational);
+  shm::Cqe c;
+  ASSERT_TRUE(pop(&c));
+  EXPECT_EQ(c.status, IBV_WC_LOC_PROT_ERR);
+}
+
+TEST_F(ResponderTest, WriteChecksKeyAccessAndRange) {
+  Request r = base(ReqKind::kWrite, 100);
+  r.va = va(100);
+  r.rkey = rkey();
+  EXPECT_EQ(send(r, "abc").kind, Response::Kind::kAck);
+  EXPECT_EQ(std::memcmp(mem_.data() + 100, "abc", 3), 0);
+  EXPECT_TRUE(notifier_.qp_events.empty());
+
+  Request bad = base(ReqKind::kWrite, 101);
+  bad.va = va(4095);  // two bytes, one past the end
+  bad.rkey = rkey();
+  Response resp = send(bad, "zz");
+  EXPECT_EQ(resp.nak, NakCode::kRemoteAccess);
+  EXPECT_EQ(qp_state(), IBV_QPS_ERR);
+  ASSERT_EQ(notifier_.qp_events.size(), 1u);
+  EXPECT_TRUE(notifier_.qp_events[0].second & (1ull << IBV_EVENT_QP_ACCESS_ERR));
+}
+
+TEST_F(ResponderTest, LkeyIsNotAnRkey) {
+  Request r = base(ReqKind::kWrite, 100);
+  r.va = va(0);
+  r.rkey = lkey();
+  EXPECT_EQ(send(r, "abc").nak, NakCode::kRemoteAccess);
+}
+
+TEST_F(ResponderTest, KeyOfAnotherPdIsRejected) {
+  seg_->mr(3).pd_id = kPd + 1;
+  Request r = base(ReqKind::kRead, 100);
+  r.va = va(0);
+  r.rkey = rkey();
+  r.dma_length = 8;
+  EXPECT_EQ(respond(*seg_, kQpSlot, r, local_, notifier_).nak, NakCode::kRemoteAccess);
+}
+
+TEST_F(ResponderTest, RegionWithoutRemoteWriteRefusesWrites) {
+  seg_->mr(3).access = IBV_ACCESS_LOCAL_WRITE | IBV_ACCESS_REMOTE_READ;
+  Request r = base(ReqKind::kWrite, 100);
+  r.va = va(0);
+  r.rkey = rkey();
+  EXPECT_EQ(send(r, "a").nak, NakCode::kRemoteAccess);
+}
+
+TEST_F(ResponderTest, QpWithoutRemoteReadRefusesReadsAsInvalidRequest) {
+  seg_->qp(kQpSlot).access_flags.store(IBV_ACCESS_REMOTE_WRITE);
+  Request r = base(ReqKind::kRead, 100);
+  r.va = va(0);
+  r.rkey = rkey();
+  r.dma_length = 8;
+  EXPECT_EQ(respond(*seg_, kQpSlot, r, local_, notifier_).nak, NakCode::kInvalidRequest);
+}
+
+TEST_F(ResponderTest, ZeroLengthWriteDoesNotCheckTheKey) {
+  Request r = base(ReqKind::kWrite, 100);
+  r.rkey = 0xdeadbeef;
+  EXPECT_EQ(send(r, "").kind, Response::Kind::kAck);
+}
+
+TEST_F(ResponderTest, WriteWithImmediateConsumesAReceive) {
+  Request r = base(ReqKind::kWrite, 100);
+  r.va = va(0);
+  r.rkey = rkey();
+  r.has_imm = true;
+  r.imm = htonl(7);
+  EXPECT_EQ(send(r, "abcd").kind, Response::Kind::kRnrNak);  // no receive yet, nothing written
+  EXPECT_EQ(mem_[0], 0);
+  post_recv(5, 0, 0);
+  EXPECT_EQ(send(r, "abcd").kind, Response::Kind::kAck);
+  shm::Cqe c;
+  ASSERT_TRUE(pop(&c));
+  EXPECT_EQ(c.opcode, IBV_WC_RECV_RDMA_WITH_IMM);
+  EXPECT_EQ(c.byte_len, 4u);
+  EXPECT_EQ(c.imm_data, htonl(7));
+}
+
+TEST_F(ResponderTest, ReadGrantsTheRange) {
+  Request r = base(ReqKind::kRead, 100);
+  r.va = va(64);
+  r.rkey = rkey();
+  r.dma_length = 200;
+  r.packets = 3;
+  Response resp = respond(*seg_, kQpSlot, r, local_, notifier_);
+  EXPECT_EQ(resp.kind, Response::Kind::kAck);
+  EXPECT_EQ(resp.read_va, va(64));
+  EXPECT_EQ(seg_->qp(kQpSlot).resp.epsn, 103u);  // one PSN per response packet
+}
+
+TEST_F(ResponderTest, AtomicsExecuteOnceAndReplayDuplicates) {
+  uint64_t* counter = reinterpret_cast<uint64_t*>(mem_.data() + 64);
+  *counter = 10;
+  Request r = base(ReqKind::kFetchAdd, 100);
+  r.va = va(64);
+  r.rkey = rkey();
+  r.compare_add = 5;
+  Response first = respond(*seg_, kQpSlot, r, local_, notifier_);
+  EXPECT_EQ(first.kind, Response::Kind::kAck);
+  EXPECT_EQ(first.original, 10u);
+  EXPECT_EQ(*counter, 15u);
+  // IBA 9.7.5.1.5: a duplicate atomic returns the saved result, not a new one.
+  Response dup = respond(*seg_, kQpSlot, r, local_, notifier_);
+  EXPECT_EQ(dup.kind, Response::Kind::kDuplicate);
+  EXPECT_EQ(dup.original, 10u);
+  EXPECT_EQ(*counter, 15u);
+
+  Request cas = base(ReqKind::kCmpSwap, 101);
+  cas.va = va(64);
+  cas.rkey = rkey();
+  cas.compare_add = 99;  // does not match: no swap
+  cas.swap = 1;
+  EXPECT_EQ(respond(*seg_, kQpSlot, cas, local_, notifier_).original, 15u);
+  EXPECT_EQ(*counter, 15u);
+  cas.psn = 102;
+  cas.compare_add = 15;
+  EXPECT_EQ(respond(*seg_, kQpSlot, cas, local_, notifier_).original, 15u);
+  EXPECT_EQ(*counter, 1u);
+}
+
+TEST_F(ResponderTest, MisalignedAtomicIsInvalidRequest) {
+  Request r = base(ReqKind::kCmpSwap, 100);
+  r.va = va(3);
+  r.rkey = rkey();
+  EXPECT_EQ(respond(*seg_, kQpSlot, r, local_, notifier_).nak, NakCode::kInvalidRequest);
+}
+
+TEST_F(ResponderTest, DuplicateSendIsAcknowledgedNotExecuted) {
+  post_recv(1, 0, 16);
+  post_recv(2, 16, 16);
+  EXPECT_EQ(send(base(ReqKind::kSend, 100), "one").kind, Response::Kind::kAck);
+  EXPECT_EQ(send(base(ReqKind::kSend, 100), "two").kind, Response::Kind::kDuplicate);
+  shm::Cqe c;
+  ASSERT_TRUE(pop(&c));
+  EXPECT_FALSE(pop(&c)) << "the duplicate consumed no receive";
+  EXPECT_EQ(std::memcmp(mem_.data(), "one", 3), 0);
+}
+
+TEST_F(ResponderTest, PacketAheadIsOneSequenceNakThenSilence) {
+  post_recv(1, 0, 16);
+  Response r1 = send(base(ReqKind::kSend, 103), "x");
+  EXPECT_EQ(r1.kind, Response::Kind::kNak);
+  EXPECT_EQ(r1.nak, NakCode::kPsnSequence);
+  EXPECT_EQ(send(base(ReqKind::kSend, 104), "x").kind, Response::Kind::kDrop);
+  EXPECT_EQ(qp_state(), IBV_QPS_RTS);
+  EXPECT_EQ(send(base(ReqKind::kSend, 100), "x").kind, Response::Kind::kAck);
+}
+
+TEST_F(ResponderTest, PsnComparisonWrapsAt24Bits) {
+  seg_->qp(kQpSlot).resp.epsn = 0xffffff;
+  post_recv(1, 0, 16);
+  post_recv(2, 0, 16);
+  EXPECT_EQ(send(base(ReqKind::kSend, 0xffffff), "a").kind, Response::Kind::kAck);
+  EXPECT_EQ(seg_->qp(kQpSlot).resp.epsn, 0u);
+  EXPECT_EQ(send(base(ReqKind::kSend, 0xffffff), "a").kind, Response::Kind::kDuplicate);
+  EXPECT_EQ(send(base(ReqKind::kSend, 0), "b").kind, Response::Kind::kAck);
+}
+
+TEST_F(ResponderTest, MultiPacketSendFollowsOpcodeSequence) {
+  post_recv(1, 0, 64);
+  Request first = base(ReqKind::kSend, 100);
+  first.last = false;
+  EXPECT_EQ(send(first, "abc").kind, Response::Kind::kAck);
+  Request mid = base(ReqKind::kSend, 101);
+  mid.first = false;
+  mid.last = false;
+  EXPECT_EQ(send(mid, "def").kind, Response::Kind::kAck);
+  Request last = base(ReqKind::kSend, 102);
+  last.first = false;
+  EXPECT_EQ(send(last, "g").kind, Response::Kind::kAck);
+  shm::Cqe c;
+  ASSERT_TRUE(pop(&c));
+  EXPECT_EQ(c.byte_len, 7u);
+  EXPECT_EQ(std::memcmp(mem_.data(), "abcdefg", 7), 0);
+  // A middle packet with no message open is out of sequence.
+  mid.psn = 103;
+  Response resp = send(mid, "x");
+  EXPECT_EQ(resp.kind, Response::Kind::kNak);
+  EXPECT_EQ(resp.nak, NakCode::kInvalidRequest);
+}
+
+TEST_F(ResponderTest, NotReadyOrWrongPeerIsDropped) {
+  seg_->qp(kQpSlot).state.store(IBV_QPS_INIT);
+  EXPECT_EQ(send(base(ReqKind::kSend, 100), "x").kind, Response::Kind::kDrop);
+  seg_->qp(kQpSlot).state.store(IBV_QPS_RTS);
+  Request r = base(ReqKind::kSend, 100);
+  r.src_qpn = kPeerQpn + 1;
+  EXPECT_EQ(send(r, "x").kind, Response::Kind::kDrop);
+  r = base(ReqKind::kSend, 100);
+  r.dest_qpn = kQpn + (1u << shm::kQpSlotBits);  // stale generation
+  EXPECT_EQ(send(r, "x").kind, Response::Kind::kDrop);
+}
+
+TEST_F(ResponderTest, ArmedCqRaisesOneEvent) {
+  shm::SharedCq& cq = seg_->cq(kCqSlot);
+  cq.armed.store(shm::kCqArmSolicited);
+  post_recv(1, 0, 16);
+  post_recv(2, 0, 16);
+  send(base(ReqKind::kSend, 100), "quiet");
+  EXPECT_TRUE(notifier_.cq_events.empty()) << "unsolicited message, solicited-only arm";
+  Request r = base(ReqKind::kSend, 101);
+  r.solicited = true;
+  send(r, "loud");
+  EXPECT_EQ(notifier_.cq_events.size(), 1u);
+  EXPECT_EQ(cq.armed.load(), shm::kCqDisarmed);
+}
+
+TEST(NakTable, UnreliableTransportsNeverAnswer) {
+  for (RespError e : {RespError::kRkey, RespError::kRecvTooSmall, RespError::kOpcodeSequence}) {
+    EXPECT_EQ(nak_effect(e, IBV_QPT_UC).kind, Response::Kind::kDrop);
+    EXPECT_FALSE(nak_effect(e, IBV_QPT_UD).qp_error);
+  }
+  EXPECT_EQ(requester_status(NakCode::kRemoteAccess), IBV_WC_REM_ACCESS_ERR);
+  EXPECT_EQ(requester_status(NakCode::kInvalidRequest), IBV_WC_REM_INV_REQ_ERR);
+  EXPECT_EQ(requester_status(NakCode::kRemoteOperational), IBV_WC_REM_OP_ERR);
+}
+
+}  // namespace
+}  // namespace softverbs::transport

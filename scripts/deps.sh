@@ -8,7 +8,7 @@ packages=(
   libibverbs-dev ibverbs-utils perftest rdmacm-utils python3-pyverbs
   libgtest-dev libgmock-dev libbenchmark-dev
   libcli11-dev nlohmann-json3-dev libpcap-dev libdeflate-dev
-  iproute2 procps
+  iproute2 procps python3-scapy
 )
 
 missing=()

@@ -274,6 +274,7 @@ struct alignas(4096) SegmentHeader {
   std::atomic<uint32_t> next_pd_id;
   std::atomic<uint32_t> arena_hint;
   std::atomic<uint64_t> next_reg_seq;
+  std::atomic<uint32_t> pending_reclaim;  // objects in kDead waiting for phase 2
   PortCounters port;
 };
 

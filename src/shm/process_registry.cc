@@ -99,23 +99,18 @@ void retire_objects_of(Segment& seg, OwnerId who) {
     SharedQp& q = seg.qp(i);
     if (q.slot_state.load(std::memory_order_relaxed) == static_cast<uint32_t>(SlotState::kLive) && q.owner == who) {
       q.state.store(IBV_QPS_ERR, std::memory_order_release);
-      q.dead_since_ns = now;
-      q.slot_state.store(static_cast<uint32_t>(SlotState::kDead), std::memory_order_release);
+      mark_dead(seg, q, now);
     }
   }
   for (uint32_t i = 0; i < kMaxCqs; ++i) {
     SharedCq& c = seg.cq(i);
-    if (c.slot_state.load(std::memory_order_relaxed) == static_cast<uint32_t>(SlotState::kLive) && c.owner == who) {
-      c.dead_since_ns = now;
-      c.slot_state.store(static_cast<uint32_t>(SlotState::kDead), std::memory_order_release);
-    }
+    if (c.slot_state.load(std::memory_order_relaxed) == static_cast<uint32_t>(SlotState::kLive) && c.owner == who)
+      mark_dead(seg, c, now);
   }
   for (uint32_t i = 0; i < kMaxSrqs; ++i) {
     SharedSrq& s = seg.srq(i);
-    if (s.slot_state.load(std::memory_order_relaxed) == static_cast<uint32_t>(SlotState::kLive) && s.owner == who) {
-      s.dead_since_ns = now;
-      s.slot_state.store(static_cast<uint32_t>(SlotState::kDead), std::memory_order_release);
-    }
+    if (s.slot_state.load(std::memory_order_relaxed) == static_cast<uint32_t>(SlotState::kLive) && s.owner == who)
+      mark_dead(seg, s, now);
   }
 }
 
@@ -144,7 +139,17 @@ void release_slot(Segment& seg, Obj& o, Offset ring, uint64_t bytes) {
   if (!o.slot_state.compare_exchange_strong(dead, static_cast<uint32_t>(SlotState::kFree),
                                             std::memory_order_acq_rel))
     return;
+  seg.header().pending_reclaim.fetch_sub(1, std::memory_order_relaxed);
   if (ring != 0) seg.arena_free(ring, bytes);
+}
+
+void reclaim_processes(Segment& seg, uint64_t now) {
+  for (uint32_t i = 0; i < kMaxProcesses; ++i) {
+    ProcessSlot& p = seg.process(i);
+    if (p.state.load(std::memory_order_acquire) == static_cast<uint32_t>(SlotState::kDead) &&
+        now - p.dead_since_ns >= kReclaimGraceNs)
+      p.state.store(static_cast<uint32_t>(SlotState::kFree), std::memory_order_release);
+  }
 }
 
 }  // namespace
@@ -162,6 +167,9 @@ void sweep(Segment& seg) {
       p.state.store(static_cast<uint32_t>(SlotState::kDead), std::memory_order_release);
     }
   }
+  // Tables are only walked when something waits for phase 2, so an idle
+  // device's sweep touches the process table alone.
+  if (seg.header().pending_reclaim.load(std::memory_order_relaxed) == 0) return reclaim_processes(seg, now);
   for (uint32_t i = 0; i < kMaxQpSlots; ++i) {
     SharedQp& q = seg.qp(i);
     if (past_grace(q, now)) release_slot(seg, q, q.rq.ring, recv_ring_bytes(q.rq));
@@ -174,12 +182,7 @@ void sweep(Segment& seg) {
     SharedCq& c = seg.cq(i);
     if (past_grace(c, now)) release_slot(seg, c, c.ring, static_cast<uint64_t>(c.capacity) * sizeof(CqeSlot));
   }
-  for (uint32_t i = 0; i < kMaxProcesses; ++i) {
-    ProcessSlot& p = seg.process(i);
-    if (p.state.load(std::memory_order_acquire) == static_cast<uint32_t>(SlotState::kDead) &&
-        now - p.dead_since_ns >= kReclaimGraceNs)
-      p.state.store(static_cast<uint32_t>(SlotState::kFree), std::memory_order_release);
-  }
+  reclaim_processes(seg, now);
 }
 
 }  // namespace softverbs::shm

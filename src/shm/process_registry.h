@@ -34,4 +34,12 @@ void retire_objects_of(Segment& seg, OwnerId who);
 
 uint64_t process_start_time(int pid);
 
+// Phase 1 for one QP, CQ or SRQ: unreachable now, freed after the grace period.
+template <class Obj>
+void mark_dead(Segment& seg, Obj& o, uint64_t now_ns) {
+  o.dead_since_ns = now_ns;
+  seg.header().pending_reclaim.fetch_add(1, std::memory_order_relaxed);
+  o.slot_state.store(static_cast<uint32_t>(SlotState::kDead), std::memory_order_release);
+}
+
 }  // namespace softverbs::shm

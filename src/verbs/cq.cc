@@ -6,6 +6,7 @@
 #include <cerrno>
 #include <new>
 
+#include "shm/process_registry.h"
 #include "shm/rings.h"
 #include "util/time.h"
 #include "verbs/context.h"
@@ -179,8 +180,7 @@ Status Cq::destroy() {
          ex_.async_events_completed != overrun_reported_.load())
     pthread_cond_wait(&ex_.cond, &ex_.mutex);
   pthread_mutex_unlock(&ex_.mutex);
-  shared_->dead_since_ns = now_ns();
-  shared_->slot_state.store(static_cast<uint32_t>(shm::SlotState::kDead), std::memory_order_release);
+  shm::mark_dead(dev.seg(), *shared_, now_ns());
   if (channel_ != nullptr) channel_->cqs.fetch_sub(1);
   pthread_mutex_destroy(&ex_.mutex);
   pthread_cond_destroy(&ex_.cond);

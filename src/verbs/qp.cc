@@ -6,6 +6,7 @@
 
 #include "fabric/host/host_fabric.h"
 #include "shm/limits.h"
+#include "shm/process_registry.h"
 #include "shm/rings.h"
 #include "transport/completer.h"
 #include "transport/requester.h"
@@ -521,8 +522,7 @@ Status Qp::destroy() {
     std::lock_guard lock(side_.lock);
     shared_->state.store(IBV_QPS_ERR, std::memory_order_release);
   }
-  shared_->dead_since_ns = now_ns();
-  shared_->slot_state.store(static_cast<uint32_t>(shm::SlotState::kDead), std::memory_order_release);
+  shm::mark_dead(dev.seg(), *shared_, now_ns());
   send_cq_->users().fetch_sub(1);
   recv_cq_->users().fetch_sub(1);
   pd_->users.fetch_sub(1);

@@ -15,6 +15,21 @@ namespace softverbs::shm {
 
 // ---- Receive queues -------------------------------------------------------
 
+// Entries are copied word by word with relaxed atomics: a consumer that loses
+// the race for an entry may read it while the producer already reuses the
+// slot; it then throws the copy away, but the read itself must not be a race.
+inline void store_words(void* dst, const void* src, size_t bytes) {
+  auto* d = static_cast<uint64_t*>(dst);
+  const auto* s = static_cast<const uint64_t*>(src);
+  for (size_t i = 0; i < bytes / 8; ++i) __atomic_store_n(&d[i], s[i], __ATOMIC_RELAXED);
+}
+inline void load_words(void* dst, const void* src, size_t bytes) {
+  auto* d = static_cast<uint64_t*>(dst);
+  const auto* s = static_cast<const uint64_t*>(src);
+  for (size_t i = 0; i < bytes / 8; ++i) d[i] = __atomic_load_n(&s[i], __ATOMIC_RELAXED);
+}
+static_assert(sizeof(RecvWqe) % 8 == 0 && sizeof(Sge) % 8 == 0);
+
 inline RecvWqe* rq_slot(const Segment& seg, const RecvQueue& rq, uint64_t index) {
   return seg.ptr<RecvWqe>(rq.ring + (index & (rq.capacity - 1)) * rq.stride);
 }
@@ -32,9 +47,9 @@ inline bool rq_post(const Segment& seg, RecvQueue& rq, uint64_t wr_id, const Sge
   const uint64_t tail = rq.tail.load(std::memory_order_relaxed);
   if (tail - rq.head.load(std::memory_order_acquire) >= rq.capacity) return false;
   RecvWqe* w = rq_slot(seg, rq, tail);
-  w->wr_id = wr_id;
-  w->num_sge = num_sge;
-  std::memcpy(w->sge, sge, num_sge * sizeof(Sge));
+  const RecvWqe head_words{wr_id, num_sge, 0};
+  store_words(w, &head_words, sizeof(RecvWqe));
+  store_words(w->sge, sge, num_sge * sizeof(Sge));
   rq.tail.store(tail + 1, std::memory_order_release);
   return true;
 }
@@ -45,10 +60,12 @@ inline bool rq_take(const Segment& seg, RecvQueue& rq, uint64_t* wr_id, Sge* sge
   for (;;) {
     if (head == rq.tail.load(std::memory_order_acquire)) return false;
     const RecvWqe* w = rq_slot(seg, rq, head);
-    *wr_id = w->wr_id;
-    uint32_t n = w->num_sge;
+    RecvWqe head_words;
+    load_words(&head_words, w, sizeof(RecvWqe));
+    *wr_id = head_words.wr_id;
+    uint32_t n = head_words.num_sge;
     if (n > rq.max_sge) n = rq.max_sge;  // never trust a peer-written count
-    std::memcpy(sge, w->sge, n * sizeof(Sge));
+    load_words(sge, w->sge, n * sizeof(Sge));
     *num_sge = n;
     // If another consumer won the entry, what we copied may be torn: retry.
     if (rq.head.compare_exchange_weak(head, head + 1, std::memory_order_acq_rel)) return true;

@@ -30,8 +30,9 @@ std::string Segment::default_path() {
   return "/dev/shm/softverbs-" + std::to_string(geteuid()) + "-v" + std::to_string(kLayoutVersion);
 }
 
-Result<std::unique_ptr<Segment>> Segment::open(const std::string& path) {
-  int fd = ::open(path.c_str(), O_RDWR | O_CREAT | O_CLOEXEC | O_NOFOLLOW, 0600);
+Result<std::unique_ptr<Segment>> Segment::open(const std::string& path, bool create) {
+  int fd = ::open(path.c_str(), O_RDWR | O_CLOEXEC | O_NOFOLLOW | (create ? O_CREAT : 0), 0600);
+  if (fd < 0 && !create && errno == ENOENT) return Status::error(ENOENT);
   if (fd < 0) {
     SV_LOG(kError, "cannot open device segment %s: %s", path.c_str(), std::strerror(errno));
     return Status::error(errno);

@@ -36,9 +36,9 @@ struct Layout {
 
 class Segment {
  public:
-  // Opens (creating on first use) the segment at `path`. The file must be
-  // owned by this user with mode 0600.
-  static Result<std::unique_ptr<Segment>> open(const std::string& path);
+  // Opens (creating on first use, unless `create` is false: ENOENT) the
+  // segment at `path`. The file must be owned by this user with mode 0600.
+  static Result<std::unique_ptr<Segment>> open(const std::string& path, bool create = true);
   // SOFTVERBS_DEVICE_PATH, or /dev/shm/softverbs-<uid>-v<layout>.
   static std::string default_path();
 

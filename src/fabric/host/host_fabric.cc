@@ -59,7 +59,8 @@ ibv_wc_status resolve_local(transport::SendSide& s, transport::SendWqe& w, bool 
     total += sge.length;
   }
   *out = {iov, n, total};
-  return IBV_WC_SUCCESS;
+  // IBA 10.7.2.1 / C10-…: a message longer than the port's max_msg_sz is a local length error.
+  return total > shm::kMaxMsgSize ? IBV_WC_LOC_LEN_ERR : IBV_WC_SUCCESS;
 }
 
 }  // namespace

@@ -107,7 +107,7 @@ bool on_result(SendSide& s, uint64_t index, const fabric::TransmitResult& r) {
       }
       return retry_later(s, index, rnr_timer_ns(resp.rnr_timer));
     case Response::Kind::kNak:
-      if (resp.nak == NakCode::kPsnSequence) {
+      if (resp.nak == NakCode::kPsnSequenceError) {
         if (s.retries_left == 0) {
           s.shared->counters.retry_exceeded.fetch_add(1, std::memory_order_relaxed);
           complete_in_error(s, index, IBV_WC_RETRY_EXC_ERR);

@@ -42,7 +42,7 @@ constexpr NakEffect nak_effect(RespError e, uint8_t qp_type) {
     return {K::kDrop, NakCode::kInvalidRequest, st, -1, false};
   }
   switch (e) {
-    case RespError::kPsnAhead: return {K::kNak, NakCode::kPsnSequence, -1, -1, false};
+    case RespError::kPsnAhead: return {K::kNak, NakCode::kPsnSequenceError, -1, -1, false};
     case RespError::kOpcodeSequence:
     case RespError::kUnsupported:
     case RespError::kLengthMismatch:
@@ -50,10 +50,10 @@ constexpr NakEffect nak_effect(RespError e, uint8_t qp_type) {
       return {K::kNak, NakCode::kInvalidRequest, IBV_WC_REM_INV_REQ_ERR, IBV_EVENT_QP_REQ_ERR, true};
     case RespError::kRecvTooSmall: return {K::kNak, NakCode::kInvalidRequest, IBV_WC_LOC_LEN_ERR, -1, true};
     case RespError::kRkey:
-      return {K::kNak, NakCode::kRemoteAccess, IBV_WC_REM_ACCESS_ERR, IBV_EVENT_QP_ACCESS_ERR, true};
-    case RespError::kRecvLkey: return {K::kNak, NakCode::kRemoteOperational, IBV_WC_LOC_PROT_ERR, -1, true};
+      return {K::kNak, NakCode::kRemoteAccessError, IBV_WC_REM_ACCESS_ERR, IBV_EVENT_QP_ACCESS_ERR, true};
+    case RespError::kRecvLkey: return {K::kNak, NakCode::kRemoteOperationalError, IBV_WC_LOC_PROT_ERR, -1, true};
     case RespError::kTargetMemory:
-      return {K::kNak, NakCode::kRemoteOperational, IBV_WC_LOC_QP_OP_ERR, IBV_EVENT_QP_FATAL, true};
+      return {K::kNak, NakCode::kRemoteOperationalError, IBV_WC_LOC_QP_OP_ERR, IBV_EVENT_QP_FATAL, true};
   }
   return {K::kDrop, NakCode::kInvalidRequest, -1, -1, false};
 }
@@ -62,10 +62,10 @@ constexpr NakEffect nak_effect(RespError e, uint8_t qp_type) {
 constexpr ibv_wc_status requester_status(NakCode nak) {
   switch (nak) {
     case NakCode::kInvalidRequest: return IBV_WC_REM_INV_REQ_ERR;
-    case NakCode::kRemoteAccess: return IBV_WC_REM_ACCESS_ERR;
-    case NakCode::kRemoteOperational: return IBV_WC_REM_OP_ERR;
+    case NakCode::kRemoteAccessError: return IBV_WC_REM_ACCESS_ERR;
+    case NakCode::kRemoteOperationalError: return IBV_WC_REM_OP_ERR;
     case NakCode::kInvalidRdRequest: return IBV_WC_REM_INV_RD_REQ_ERR;
-    case NakCode::kPsnSequence: return IBV_WC_RETRY_EXC_ERR;  // only once retries are spent
+    case NakCode::kPsnSequenceError: return IBV_WC_RETRY_EXC_ERR;  // only once retries are spent
   }
   return IBV_WC_GENERAL_ERR;
 }

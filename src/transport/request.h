@@ -9,6 +9,7 @@
 #include <cstdint>
 
 #include "transport/iov.h"
+#include "wire/aeth.h"
 
 namespace softverbs::transport {
 
@@ -35,14 +36,8 @@ struct Request {
   uint32_t packets = 1;     // PSNs the message consumes (READ: its responses)
 };
 
-// AETH syndromes, IBA 9.7.5.2.
-enum class NakCode : uint8_t {
-  kPsnSequence = 0,
-  kInvalidRequest = 1,
-  kRemoteAccess = 2,
-  kRemoteOperational = 3,
-  kInvalidRdRequest = 4,
-};
+// NAK codes are the wire's (AETH syndromes, IBA 9.3.5).
+using wire::NakCode;
 
 struct Response {
   enum class Kind : uint8_t {

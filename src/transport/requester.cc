@@ -4,11 +4,11 @@
 #include "transport/completer.h"
 #include "transport/wr_opcode_table.h"
 #include "util/time.h"
+#include "wire/psn.h"
 
 namespace softverbs::transport {
 namespace {
 
-constexpr uint32_t kPsnMask = 0xffffff;
 
 uint32_t mtu_bytes(uint8_t mtu) { return 128u << (mtu < IBV_MTU_256 ? 1 : mtu); }
 
@@ -45,7 +45,7 @@ void progress(SendSide& s) {
     if (w.packets == 0) {
       w.packets = packets_of(w, s.path_mtu);
       w.psn = s.sq_psn;
-      s.sq_psn = (s.sq_psn + w.packets) & kPsnMask;
+      s.sq_psn = wire::psn_add(wire::Psn(s.sq_psn), w.packets).value();
     }
     const uint64_t index = s.sq.next++;
     std::optional<fabric::TransmitResult> r = s.fabric->transmit(s, w);

@@ -10,16 +10,12 @@
 #include "transport/mem_ops.h"
 #include "transport/nak_table.h"
 #include "util/log.h"
+#include "wire/psn.h"
 
 namespace softverbs::transport {
 namespace {
 
-constexpr uint32_t kPsnMask = 0xffffff;
-
-// Serial comparison of 24-bit PSNs (IBA 9.7.1): negative = behind, positive = ahead.
-int32_t psn_delta(uint32_t a, uint32_t b) {
-  return static_cast<int32_t>(((a - b) & kPsnMask) << 8) >> 8;
-}
+constexpr uint32_t kPsnMask = wire::Psn::kMask;
 
 bool accepts_requests(uint8_t state) {
   // IBA 10.3.1: the receive side works in RTR and every later non-error state.
@@ -42,6 +38,7 @@ class Responder {
     return r;
   }
   bool take_recv_wqe();
+  Response receiver_not_ready();
   std::optional<RespError> place_send_payload();
   bool complete_recv(int status, uint32_t byte_len, bool with_imm, ibv_wc_opcode opcode);
   Response on_send();
@@ -89,6 +86,18 @@ bool Responder::take_recv_wqe() {
     }
   }
   return true;
+}
+
+// IBA 9.7.5.2.8: no receive WQE: an RNR NAK carrying our minimum RNR timer
+// (RC); the unreliable transports drop the message.
+Response Responder::receiver_not_ready() {
+  if (qp_.qp_type != IBV_QPT_RC) return fail(RespError::kRecvTooSmall);
+  qp_.counters.rnr_naks_sent.fetch_add(1, std::memory_order_relaxed);
+  Response r;
+  r.kind = Response::Kind::kRnrNak;
+  r.rnr_timer = qp_.min_rnr_timer.load(std::memory_order_relaxed);
+  r.msn = st_.msn;
+  return r;
 }
 
 // Scatters this packet's payload across the receive WQE's SGEs, checking each
@@ -168,16 +177,7 @@ Response Responder::fail(RespError e) {
 }
 
 Response Responder::on_send() {
-  if (req_.first && !take_recv_wqe()) {
-    // IBA 9.7.5.2.8: no receive WQE: RNR NAK carrying our minimum RNR timer.
-    if (qp_.qp_type != IBV_QPT_RC) return fail(RespError::kRecvTooSmall);
-    qp_.counters.rnr_naks_sent.fetch_add(1, std::memory_order_relaxed);
-    Response r;
-    r.kind = Response::Kind::kRnrNak;
-    r.rnr_timer = qp_.min_rnr_timer.load(std::memory_order_relaxed);
-    r.msn = st_.msn;
-    return r;
-  }
+  if (req_.first && !take_recv_wqe()) return receiver_not_ready();
   if (!st_.recv_valid) return fail(RespError::kOpcodeSequence);
   if (std::optional<RespError> e = place_send_payload()) return fail(*e);
   st_.in_message = !req_.last;
@@ -198,15 +198,7 @@ Response Responder::on_write() {
     return fail(RespError::kUnsupported);
   // WRITE with immediate consumes a receive WQE (IBA 9.4.3): check first, so an
   // RNR NAK comes before any data is placed.
-  if (req_.last && req_.has_imm && !take_recv_wqe()) {
-    if (qp_.qp_type != IBV_QPT_RC) return fail(RespError::kRecvTooSmall);
-    qp_.counters.rnr_naks_sent.fetch_add(1, std::memory_order_relaxed);
-    Response r;
-    r.kind = Response::Kind::kRnrNak;
-    r.rnr_timer = qp_.min_rnr_timer.load(std::memory_order_relaxed);
-    r.msn = st_.msn;
-    return r;
-  }
+  if (req_.last && req_.has_imm && !take_recv_wqe()) return receiver_not_ready();
   if (req_.first) {
     // IBA 9.7.4.1.5 / C9-88: the R_Key of a zero-length WRITE is not checked.
     if (req_.dma_length != 0) {
@@ -327,7 +319,7 @@ Response Responder::run() {
   }
   qp_.requester_qpn = req_.src_qpn;
   if (qp_.qp_type == IBV_QPT_RC) {
-    const int32_t d = psn_delta(req_.psn, st_.epsn);
+    const int32_t d = wire::psn_diff(wire::Psn(req_.psn), wire::Psn(st_.epsn));
     if (d < 0) return on_duplicate();
     if (d > 0) return fail(RespError::kPsnAhead);
     st_.psn_nak_sent = 0;

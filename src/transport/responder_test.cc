@@ -162,7 +162,7 @@ TEST_F(ResponderTest, ReceiveWithBadLkeyIsRemoteOperationalError) {
   shm::Sge sge{va(0), 16, lkey() ^ 0x10000};
   ASSERT_TRUE(shm::rq_post(*seg_, seg_->qp(kQpSlot).rq, 9, &sge, 1));
   Response resp = send(base(ReqKind::kSend, 100), "data");
-  EXPECT_EQ(resp.nak, NakCode::kRemoteOperational);
+  EXPECT_EQ(resp.nak, NakCode::kRemoteOperationalError);
   shm::Cqe c;
   ASSERT_TRUE(pop(&c));
   EXPECT_EQ(c.status, IBV_WC_LOC_PROT_ERR);
@@ -180,7 +180,7 @@ TEST_F(ResponderTest, WriteChecksKeyAccessAndRange) {
   bad.va = va(4095);  // two bytes, one past the end
   bad.rkey = rkey();
   Response resp = send(bad, "zz");
-  EXPECT_EQ(resp.nak, NakCode::kRemoteAccess);
+  EXPECT_EQ(resp.nak, NakCode::kRemoteAccessError);
   EXPECT_EQ(qp_state(), IBV_QPS_ERR);
   ASSERT_EQ(notifier_.qp_events.size(), 1u);
   EXPECT_TRUE(notifier_.qp_events[0].second & (1ull << IBV_EVENT_QP_ACCESS_ERR));
@@ -190,7 +190,7 @@ TEST_F(ResponderTest, LkeyIsNotAnRkey) {
   Request r = base(ReqKind::kWrite, 100);
   r.va = va(0);
   r.rkey = lkey();
-  EXPECT_EQ(send(r, "abc").nak, NakCode::kRemoteAccess);
+  EXPECT_EQ(send(r, "abc").nak, NakCode::kRemoteAccessError);
 }
 
 TEST_F(ResponderTest, KeyOfAnotherPdIsRejected) {
@@ -199,7 +199,7 @@ TEST_F(ResponderTest, KeyOfAnotherPdIsRejected) {
   r.va = va(0);
   r.rkey = rkey();
   r.dma_length = 8;
-  EXPECT_EQ(respond(*seg_, kQpSlot, r, local_, notifier_).nak, NakCode::kRemoteAccess);
+  EXPECT_EQ(respond(*seg_, kQpSlot, r, local_, notifier_).nak, NakCode::kRemoteAccessError);
 }
 
 TEST_F(ResponderTest, RegionWithoutRemoteWriteRefusesWrites) {
@@ -207,7 +207,7 @@ TEST_F(ResponderTest, RegionWithoutRemoteWriteRefusesWrites) {
   Request r = base(ReqKind::kWrite, 100);
   r.va = va(0);
   r.rkey = rkey();
-  EXPECT_EQ(send(r, "a").nak, NakCode::kRemoteAccess);
+  EXPECT_EQ(send(r, "a").nak, NakCode::kRemoteAccessError);
 }
 
 TEST_F(ResponderTest, QpWithoutRemoteReadRefusesReadsAsInvalidRequest) {
@@ -306,7 +306,7 @@ TEST_F(ResponderTest, PacketAheadIsOneSequenceNakThenSilence) {
   post_recv(1, 0, 16);
   Response r1 = send(base(ReqKind::kSend, 103), "x");
   EXPECT_EQ(r1.kind, Response::Kind::kNak);
-  EXPECT_EQ(r1.nak, NakCode::kPsnSequence);
+  EXPECT_EQ(r1.nak, NakCode::kPsnSequenceError);
   EXPECT_EQ(send(base(ReqKind::kSend, 104), "x").kind, Response::Kind::kDrop);
   EXPECT_EQ(qp_state(), IBV_QPS_RTS);
   EXPECT_EQ(send(base(ReqKind::kSend, 100), "x").kind, Response::Kind::kAck);
@@ -376,9 +376,9 @@ TEST(NakTable, UnreliableTransportsNeverAnswer) {
     EXPECT_EQ(nak_effect(e, IBV_QPT_UC).kind, Response::Kind::kDrop);
     EXPECT_FALSE(nak_effect(e, IBV_QPT_UD).qp_error);
   }
-  EXPECT_EQ(requester_status(NakCode::kRemoteAccess), IBV_WC_REM_ACCESS_ERR);
+  EXPECT_EQ(requester_status(NakCode::kRemoteAccessError), IBV_WC_REM_ACCESS_ERR);
   EXPECT_EQ(requester_status(NakCode::kInvalidRequest), IBV_WC_REM_INV_REQ_ERR);
-  EXPECT_EQ(requester_status(NakCode::kRemoteOperational), IBV_WC_REM_OP_ERR);
+  EXPECT_EQ(requester_status(NakCode::kRemoteOperationalError), IBV_WC_REM_OP_ERR);
 }
 
 }  // namespace

@@ -263,18 +263,22 @@ Status PeerMemory::bounce(const shm::SharedMr& mr, uint64_t va, uint64_t length,
   return Status::ok();
 }
 
-Status PeerMemory::write(const shm::SharedMr& mr, uint64_t va, const transport::IoList& src, uint64_t src_offset,
-                         uint64_t length) {
+// One path choice for both directions: map, then CMA, then bounce.
+Status PeerMemory::transfer(const shm::SharedMr& mr, uint64_t va, uint64_t length, const transport::IoList& local,
+                            uint64_t local_offset, bool to_target) {
   if (length == 0) return Status::ok();
   if (char* p = mapped(mr, va, length)) {
     note(Path::kMap);
-    transport::IoCursor c(src, src_offset);
-    transport::gather_into(p, c, length);
+    transport::IoCursor c(local, local_offset);
+    if (to_target)
+      transport::gather_into(p, c, length);
+    else
+      transport::scatter_from(c, p, length);
     return Status::ok();
   }
   MapCache& cache = MapCache::get();
   if (path_cap() <= Path::kCma && !(cache.refused(target_) & kCmaRefused)) {
-    Status s = cma(mr, va, length, src, src_offset, true);
+    Status s = cma(mr, va, length, local, local_offset, to_target);
     if (s.is_ok()) {
       note(Path::kCma);
       return s;
@@ -282,29 +286,18 @@ Status PeerMemory::write(const shm::SharedMr& mr, uint64_t va, const transport::
     if (s.code() != EPERM && s.code() != EACCES && s.code() != ENOSYS) return s;
     cache.refuse(target_, kCmaRefused);
   }
-  return bounce(mr, va, length, &src, src_offset, shm::BounceOp::kWrite, 0, 0, nullptr);
+  return bounce(mr, va, length, &local, local_offset, to_target ? shm::BounceOp::kWrite : shm::BounceOp::kRead, 0, 0,
+                nullptr);
+}
+
+Status PeerMemory::write(const shm::SharedMr& mr, uint64_t va, const transport::IoList& src, uint64_t src_offset,
+                         uint64_t length) {
+  return transfer(mr, va, length, src, src_offset, true);
 }
 
 Status PeerMemory::read(const shm::SharedMr& mr, uint64_t va, uint64_t length, const transport::IoList& dst,
                         uint64_t dst_offset) {
-  if (length == 0) return Status::ok();
-  if (char* p = mapped(mr, va, length)) {
-    note(Path::kMap);
-    transport::IoCursor c(dst, dst_offset);
-    transport::scatter_from(c, p, length);
-    return Status::ok();
-  }
-  MapCache& cache = MapCache::get();
-  if (path_cap() <= Path::kCma && !(cache.refused(target_) & kCmaRefused)) {
-    Status s = cma(mr, va, length, dst, dst_offset, false);
-    if (s.is_ok()) {
-      note(Path::kCma);
-      return s;
-    }
-    if (s.code() != EPERM && s.code() != EACCES && s.code() != ENOSYS) return s;
-    cache.refuse(target_, kCmaRefused);
-  }
-  return bounce(mr, va, length, &dst, dst_offset, shm::BounceOp::kRead, 0, 0, nullptr);
+  return transfer(mr, va, length, dst, dst_offset, false);
 }
 
 Status PeerMemory::atomic(const shm::SharedMr& mr, uint64_t va, transport::AtomicOp op, uint64_t compare_add,

@@ -40,6 +40,8 @@ class PeerMemory final : public transport::TargetMemory {
 
  private:
   char* mapped(const shm::SharedMr& mr, uint64_t va, uint64_t length);
+  Status transfer(const shm::SharedMr& mr, uint64_t va, uint64_t length, const transport::IoList& local,
+                  uint64_t local_offset, bool to_target);
   Status cma(const shm::SharedMr& mr, uint64_t va, uint64_t length, const transport::IoList& local,
              uint64_t local_offset, bool to_target);
   Status bounce(const shm::SharedMr& mr, uint64_t va, uint64_t length, const transport::IoList* local,

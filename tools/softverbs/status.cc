@@ -1,0 +1,167 @@
+// `softverbs status [--json]`: the device as its shared segment shows it —
+// port, counters, attached processes, and every QP with the host-fabric path
+// its requester uses.
+#include "status.h"
+
+#include <infiniband/verbs.h>
+
+#include <cerrno>
+#include <cstdio>
+#include <cstring>
+#include <string>
+
+#include <nlohmann/json.hpp>
+
+#include "fabric/host/peer_memory.h"
+#include "shm/process_registry.h"
+#include "shm/segment.h"
+
+namespace {
+
+using nlohmann::json;
+namespace shm = softverbs::shm;
+
+const char* qp_state_name(uint8_t s) {
+  static const char* kNames[] = {"RESET", "INIT", "RTR", "RTS", "SQD", "SQE", "ERR"};
+  return s < 7 ? kNames[s] : "?";
+}
+
+const char* qp_type_name(uint8_t t) {
+  switch (t) {
+    case IBV_QPT_RC: return "RC";
+    case IBV_QPT_UC: return "UC";
+    case IBV_QPT_UD: return "UD";
+    default: return "?";
+  }
+}
+
+std::string guid_str(uint64_t be) {
+  const uint64_t g = __builtin_bswap64(be);
+  char buf[32];
+  std::snprintf(buf, sizeof buf, "%04x:%04x:%04x:%04x", static_cast<unsigned>(g >> 48),
+                static_cast<unsigned>((g >> 32) & 0xffff), static_cast<unsigned>((g >> 16) & 0xffff),
+                static_cast<unsigned>(g & 0xffff));
+  return buf;
+}
+
+json snapshot(shm::Segment& seg) {
+  const shm::SegmentHeader& h = seg.header();
+  json j;
+  j["device"] = "softverbs0";
+  j["segment"] = seg.path();
+  j["node_guid"] = guid_str(h.node_guid);
+  j["port"] = {{"number", 1},         {"state", "ACTIVE"},  {"link_layer", "InfiniBand"},
+               {"lid", h.lid},        {"sm_lid", h.sm_lid}, {"active_mtu", 4096},
+               {"port_guid", guid_str(h.port_guid)}};
+  const shm::PortCounters& c = h.port;
+  j["counters"] = {{"xmit_packets", c.xmit_packets.load()},
+                   {"xmit_bytes", c.xmit_bytes.load()},
+                   {"rcv_packets", c.rcv_packets.load()},
+                   {"rcv_bytes", c.rcv_bytes.load()},
+                   {"rcv_errors", c.rcv_errors.load()},
+                   {"local_access_errors", c.local_access_errors.load()},
+                   {"remote_access_errors", c.remote_access_errors.load()},
+                   {"cq_overruns", c.cq_overruns.load()},
+                   {"dropped_requests", c.dropped_requests.load()}};
+  json procs = json::array();
+  for (uint32_t i = 0; i < shm::kMaxProcesses; ++i) {
+    shm::ProcessSlot& p = seg.process(i);
+    if (p.state.load() != static_cast<uint32_t>(shm::SlotState::kLive)) continue;
+    procs.push_back({{"slot", i}, {"pid", p.pid}, {"alive", shm::process_alive(seg, {i, p.generation})}});
+  }
+  j["processes"] = procs;
+  json qps = json::array();
+  for (uint32_t i = 2; i < shm::kMaxQpSlots; ++i) {
+    shm::SharedQp& q = seg.qp(i);
+    if (q.slot_state.load() != static_cast<uint32_t>(shm::SlotState::kLive)) continue;
+    const shm::QpCounters& k = q.counters;
+    qps.push_back({{"qpn", q.qpn},
+                   {"type", qp_type_name(q.qp_type)},
+                   {"state", qp_state_name(q.state.load())},
+                   {"pid", seg.process(q.owner.slot).pid},
+                   {"dest_qpn", q.dest_qpn},
+                   {"host_path", softverbs::fabric::host::path_name(
+                                     static_cast<softverbs::fabric::host::Path>(q.host_path))},
+                   {"counters",
+                    {{"sent_messages", k.sent_messages.load()},
+                     {"sent_bytes", k.sent_bytes.load()},
+                     {"received_messages", k.received_messages.load()},
+                     {"received_bytes", k.received_bytes.load()},
+                     {"rnr_naks_sent", k.rnr_naks_sent.load()},
+                     {"rnr_naks_received", k.rnr_naks_received.load()},
+                     {"retries", k.retries.load()},
+                     {"retry_exceeded", k.retry_exceeded.load()},
+                     {"rnr_retry_exceeded", k.rnr_retry_exceeded.load()},
+                     {"remote_errors", k.remote_errors.load()},
+                     {"duplicate_requests", k.duplicate_requests.load()},
+                     {"out_of_sequence", k.out_of_sequence.load()}}}});
+  }
+  j["qps"] = qps;
+  uint32_t cqs = 0, mrs = 0, mapped = 0;
+  for (uint32_t i = 0; i < shm::kMaxCqs; ++i)
+    cqs += seg.cq(i).slot_state.load() == static_cast<uint32_t>(shm::SlotState::kLive);
+  for (uint32_t i = 0; i < shm::kMaxMrs; ++i)
+    if (seg.mr(i).rkey.load() != 0) {
+      ++mrs;
+      mapped += seg.mr(i).map_fd >= 0;
+    }
+  j["cqs"] = cqs;
+  j["mrs"] = {{"registered", mrs}, {"mappable", mapped}};
+  return j;
+}
+
+void print_human(const json& j) {
+  std::printf("%s  node_guid %s  (%s)\n", j["device"].get<std::string>().c_str(),
+              j["node_guid"].get<std::string>().c_str(), j["segment"].get<std::string>().c_str());
+  const json& p = j["port"];
+  std::printf("  port 1: %s, %s, LID %u, MTU %u\n", p["state"].get<std::string>().c_str(),
+              p["link_layer"].get<std::string>().c_str(), p["lid"].get<unsigned>(), p["active_mtu"].get<unsigned>());
+  std::printf("  counters:");
+  for (auto& [k, v] : j["counters"].items()) std::printf(" %s=%llu", k.c_str(), v.get<unsigned long long>());
+  std::printf("\n  processes: %zu attached\n", j["processes"].size());
+  for (const json& proc : j["processes"])
+    std::printf("    pid %-8d slot %-4u %s\n", proc["pid"].get<int>(), proc["slot"].get<unsigned>(),
+                proc["alive"].get<bool>() ? "alive" : "dead (reclaim pending)");
+  std::printf("  QPs: %zu   CQs: %u   MRs: %u (%u mappable)\n", j["qps"].size(), j["cqs"].get<unsigned>(),
+              j["mrs"]["registered"].get<unsigned>(), j["mrs"]["mappable"].get<unsigned>());
+  if (!j["qps"].empty())
+    std::printf("    %-8s %-4s %-5s %-8s %-8s %-7s %10s %10s %6s %6s\n", "QPN", "type", "state", "pid", "dest",
+                "path", "sent", "received", "rnr", "retry");
+  for (const json& q : j["qps"]) {
+    const json& k = q["counters"];
+    std::printf("    %#-8x %-4s %-5s %-8d %#-8x %-7s %10llu %10llu %6llu %6llu\n", q["qpn"].get<unsigned>(),
+                q["type"].get<std::string>().c_str(), q["state"].get<std::string>().c_str(), q["pid"].get<int>(),
+                q["dest_qpn"].get<unsigned>(), q["host_path"].get<std::string>().c_str(),
+                k["sent_messages"].get<unsigned long long>(), k["received_messages"].get<unsigned long long>(),
+                k["rnr_naks_received"].get<unsigned long long>(), k["retries"].get<unsigned long long>());
+  }
+}
+
+}  // namespace
+
+namespace softverbs::cli {
+
+int run_status(bool as_json) {
+  const std::string path = shm::Segment::default_path();
+  softverbs::Result<std::unique_ptr<shm::Segment>> seg = shm::Segment::open(path, /*create=*/false);
+  if (!seg.is_ok()) {
+    if (seg.code() == ENOENT) {
+      if (as_json)
+        std::printf("%s\n", json{{"device", "softverbs0"}, {"segment", path}, {"state", "not created"}}.dump(2).c_str());
+      else
+        std::printf("softverbs0: no device state yet (%s is created by the first program that opens the device)\n",
+                    path.c_str());
+      return 0;
+    }
+    std::fprintf(stderr, "softverbs status: cannot open %s: %s\n", path.c_str(), std::strerror(seg.code()));
+    return 1;
+  }
+  const json j = snapshot(*seg.value());
+  if (as_json)
+    std::printf("%s\n", j.dump(2).c_str());
+  else
+    print_human(j);
+  return 0;
+}
+
+}  // namespace softverbs::cli

@@ -60,6 +60,20 @@ struct alignas(64) BounceSlot {
   Offset buffer;                // kBounceBytes of segment memory
 };
 
+// Port counters. Each process counts its own (no cache line shared across
+// processes on the datapath); the header holds what dead processes counted.
+struct PortCounters {
+  std::atomic<uint64_t> xmit_packets;
+  std::atomic<uint64_t> xmit_bytes;
+  std::atomic<uint64_t> rcv_packets;
+  std::atomic<uint64_t> rcv_bytes;
+  std::atomic<uint64_t> rcv_errors;
+  std::atomic<uint64_t> local_access_errors;
+  std::atomic<uint64_t> remote_access_errors;
+  std::atomic<uint64_t> cq_overruns;
+  std::atomic<uint64_t> dropped_requests;
+};
+
 struct alignas(64) ProcessSlot {
   std::atomic<uint32_t> state;  // SlotState
   uint32_t generation;
@@ -77,6 +91,7 @@ struct alignas(64) ProcessSlot {
   alignas(64) std::atomic<uint64_t> cq_event_bits[kMaxCqs / 64];
   std::atomic<uint64_t> qp_event_bits[kMaxQpSlots / 64];
   BounceSlot bounce[kBounceSlots];
+  alignas(64) PortCounters port;
 };
 
 struct Sge {
@@ -248,17 +263,6 @@ struct alignas(64) SharedMr {
   uint64_t map_dev;
 };
 
-struct PortCounters {
-  std::atomic<uint64_t> xmit_packets;
-  std::atomic<uint64_t> xmit_bytes;
-  std::atomic<uint64_t> rcv_packets;
-  std::atomic<uint64_t> rcv_bytes;
-  std::atomic<uint64_t> rcv_errors;
-  std::atomic<uint64_t> local_access_errors;
-  std::atomic<uint64_t> remote_access_errors;
-  std::atomic<uint64_t> cq_overruns;
-  std::atomic<uint64_t> dropped_requests;
-};
 
 struct alignas(4096) SegmentHeader {
   std::atomic<uint64_t> magic;  // stored last by the creator
@@ -275,7 +279,7 @@ struct alignas(4096) SegmentHeader {
   std::atomic<uint32_t> arena_hint;
   std::atomic<uint64_t> next_reg_seq;
   std::atomic<uint32_t> pending_reclaim;  // objects in kDead waiting for phase 2
-  PortCounters port;
+  PortCounters port;  // totals of processes that are gone
 };
 
 }  // namespace softverbs::shm

@@ -86,8 +86,29 @@ bool process_alive(Segment& seg, OwnerId who) {
   return false;
 }
 
+namespace {
+
+// A process's counters outlive it in the header's totals.
+void fold_counters(Segment& seg, OwnerId who) {
+  PortCounters& from = seg.process(who.slot).port;
+  PortCounters& to = seg.header().port;
+  auto fold = [](std::atomic<uint64_t>& a, std::atomic<uint64_t>& b) { b.fetch_add(a.exchange(0)); };
+  fold(from.xmit_packets, to.xmit_packets);
+  fold(from.xmit_bytes, to.xmit_bytes);
+  fold(from.rcv_packets, to.rcv_packets);
+  fold(from.rcv_bytes, to.rcv_bytes);
+  fold(from.rcv_errors, to.rcv_errors);
+  fold(from.local_access_errors, to.local_access_errors);
+  fold(from.remote_access_errors, to.remote_access_errors);
+  fold(from.cq_overruns, to.cq_overruns);
+  fold(from.dropped_requests, to.dropped_requests);
+}
+
+}  // namespace
+
 void retire_objects_of(Segment& seg, OwnerId who) {
   const uint64_t now = now_ns();
+  fold_counters(seg, who);
   for (uint32_t i = 0; i < kMaxMrs; ++i) {
     SharedMr& m = seg.mr(i);
     if (m.rkey.load(std::memory_order_relaxed) != 0 && m.owner == who) {

@@ -12,7 +12,7 @@ bool post_cqe(shm::Segment& seg, uint32_t cq_slot, const shm::Cqe& cqe, Notifier
   if (cq.slot_state.load(std::memory_order_acquire) != static_cast<uint32_t>(shm::SlotState::kLive)) return false;
   if (cq.overrun.load(std::memory_order_relaxed) != 0) return false;
   if (shm::cq_push(seg, cq, cqe) == shm::CqPush::kOverrun) {
-    seg.header().port.cq_overruns.fetch_add(1, std::memory_order_relaxed);
+    notifier.port_counters().cq_overruns.fetch_add(1, std::memory_order_relaxed);
     notifier.cq_event(cq_slot, cq.owner);
     return false;
   }

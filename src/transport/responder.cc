@@ -168,7 +168,7 @@ Response Responder::fail(RespError e) {
     if (fx.async_event >= 0) bits |= 1ull << fx.async_event;
     notifier_.qp_event(slot_, qp_.owner, bits);
   }
-  if (e == RespError::kRkey) seg_.header().port.remote_access_errors.fetch_add(1, std::memory_order_relaxed);
+  if (e == RespError::kRkey) notifier_.port_counters().remote_access_errors.fetch_add(1, std::memory_order_relaxed);
   Response r;
   r.kind = fx.kind;
   r.nak = fx.nak;
@@ -302,19 +302,21 @@ Response Responder::on_duplicate() {
 }
 
 Response Responder::run() {
+  notifier_.port_counters().rcv_packets.fetch_add(req_.packets, std::memory_order_relaxed);
+  notifier_.port_counters().rcv_bytes.fetch_add(req_.payload.bytes, std::memory_order_relaxed);
   // C9-… : packets for a QP that cannot receive are silently dropped.
   if (qp_.slot_state.load(std::memory_order_acquire) != static_cast<uint32_t>(shm::SlotState::kLive) ||
       qp_.qpn != req_.dest_qpn || !accepts_requests(qp_.state.load(std::memory_order_acquire))) {
     SV_LOG_RATELIMITED(kDebug, "QP %#x: request dropped: state %u", req_.dest_qpn,
                        static_cast<unsigned>(qp_.state.load()));
-    seg_.header().port.dropped_requests.fetch_add(1, std::memory_order_relaxed);
+    notifier_.port_counters().dropped_requests.fetch_add(1, std::memory_order_relaxed);
     return Response{};
   }
   // A connected QP answers only its peer.
   if ((qp_.qp_type == IBV_QPT_RC || qp_.qp_type == IBV_QPT_UC) && req_.src_qpn != qp_.dest_qpn) {
     SV_LOG_RATELIMITED(kDebug, "QP %#x: request from QP %#x, connected to %#x: dropped", req_.dest_qpn,
                        req_.src_qpn, qp_.dest_qpn);
-    seg_.header().port.dropped_requests.fetch_add(1, std::memory_order_relaxed);
+    notifier_.port_counters().dropped_requests.fetch_add(1, std::memory_order_relaxed);
     return Response{};
   }
   qp_.requester_qpn = req_.src_qpn;

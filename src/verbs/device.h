@@ -54,6 +54,7 @@ class Device final : public transport::Notifier, public transport::TimerService 
   // transport::Notifier
   void cq_event(uint32_t cq_slot, shm::OwnerId owner) override;
   void qp_event(uint32_t qp_slot, shm::OwnerId owner, uint64_t bits) override;
+  shm::PortCounters& port_counters() override { return seg_->process(self_.slot).port; }
   // transport::TimerService
   void arm(transport::SendSide& side, uint64_t deadline_ns) override;
 

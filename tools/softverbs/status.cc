@@ -53,16 +53,25 @@ json snapshot(shm::Segment& seg) {
   j["port"] = {{"number", 1},         {"state", "ACTIVE"},  {"link_layer", "InfiniBand"},
                {"lid", h.lid},        {"sm_lid", h.sm_lid}, {"active_mtu", 4096},
                {"port_guid", guid_str(h.port_guid)}};
-  const shm::PortCounters& c = h.port;
-  j["counters"] = {{"xmit_packets", c.xmit_packets.load()},
-                   {"xmit_bytes", c.xmit_bytes.load()},
-                   {"rcv_packets", c.rcv_packets.load()},
-                   {"rcv_bytes", c.rcv_bytes.load()},
-                   {"rcv_errors", c.rcv_errors.load()},
-                   {"local_access_errors", c.local_access_errors.load()},
-                   {"remote_access_errors", c.remote_access_errors.load()},
-                   {"cq_overruns", c.cq_overruns.load()},
-                   {"dropped_requests", c.dropped_requests.load()}};
+  // The header keeps what dead processes counted; live ones count in their slot.
+  json counters = json::object();
+  auto add = [&](const shm::PortCounters& c) {
+    const std::pair<const char*, const std::atomic<uint64_t>*> fields[] = {
+        {"xmit_packets", &c.xmit_packets},
+        {"xmit_bytes", &c.xmit_bytes},
+        {"rcv_packets", &c.rcv_packets},
+        {"rcv_bytes", &c.rcv_bytes},
+        {"rcv_errors", &c.rcv_errors},
+        {"local_access_errors", &c.local_access_errors},
+        {"remote_access_errors", &c.remote_access_errors},
+        {"cq_overruns", &c.cq_overruns},
+        {"dropped_requests", &c.dropped_requests}};
+    for (const auto& [name, v] : fields) counters[name] = counters.value(name, uint64_t{0}) + v->load();
+  };
+  add(h.port);
+  for (uint32_t i = 0; i < shm::kMaxProcesses; ++i)
+    if (seg.process(i).state.load() == static_cast<uint32_t>(shm::SlotState::kLive)) add(seg.process(i).port);
+  j["counters"] = counters;
   json procs = json::array();
   for (uint32_t i = 0; i < shm::kMaxProcesses; ++i) {
     shm::ProcessSlot& p = seg.process(i);

@@ -52,7 +52,7 @@ ibv_wc_status resolve_local(transport::SendSide& s, transport::SendWqe& w, bool 
     MrRef ref;
     if (transport::check_key(*s.seg, sge.lkey, false, s.self, s.pd_id, sge.addr, sge.length,
                              writes_local ? IBV_ACCESS_LOCAL_WRITE : 0, &ref) != KeyCheck::kOk) {
-      s.seg->header().port.local_access_errors.fetch_add(1, std::memory_order_relaxed);
+      s.notifier->port_counters().local_access_errors.fetch_add(1, std::memory_order_relaxed);
       return IBV_WC_LOC_PROT_ERR;
     }
     iov[n++] = {reinterpret_cast<void*>(ref.va), sge.length};
@@ -117,6 +117,10 @@ std::optional<TransmitResult> HostFabric::transmit(transport::SendSide& s, trans
   } else {
     req.dma_length = op->kind == ReqKind::kRead ? static_cast<uint32_t>(w.length) : 8;
   }
+
+  shm::PortCounters& port = s.notifier->port_counters();
+  port.xmit_packets.fetch_add(w.packets, std::memory_order_relaxed);
+  port.xmit_bytes.fetch_add(req.payload.bytes, std::memory_order_relaxed);
 
   transport::LocalMemory local_mem;
   PeerMemory peer_mem(seg, target);

@@ -40,6 +40,7 @@ bool retry_later(SendSide& s, uint64_t index, uint64_t delay_ns) {
 }  // namespace
 
 void flush_send_queue(SendSide& s) {
+  s.ack_timeout = false;
   while (s.sq.done != s.sq.posted) {
     post_send_cqe(s, s.sq.at(s.sq.done), IBV_WC_WR_FLUSH_ERR);
     ++s.sq.done;
@@ -75,6 +76,19 @@ void complete_in_error(SendSide& s, uint64_t index, ibv_wc_status status) {
   s.shared->state.store(IBV_QPS_ERR, std::memory_order_release);
   flush_send_queue(s);
   flush_recv_queue(*s.seg, s.qp_slot, *s.notifier);
+}
+
+bool on_ack_timeout(SendSide& s) {
+  s.ack_timeout = false;
+  // IBA C9-140: retry_cnt retries, then the WQE fails.
+  if (s.retries_left == 0) {
+    s.shared->counters.retry_exceeded.fetch_add(1, std::memory_order_relaxed);
+    complete_in_error(s, s.sq.done, IBV_WC_RETRY_EXC_ERR);
+    return false;
+  }
+  --s.retries_left;
+  s.sq.next = s.sq.done;  // go back N
+  return true;
 }
 
 bool on_result(SendSide& s, uint64_t index, const fabric::TransmitResult& r) {
@@ -122,13 +136,9 @@ bool on_result(SendSide& s, uint64_t index, const fabric::TransmitResult& r) {
       complete_in_error(s, index, requester_status(resp.nak));
       return false;
     case Response::Kind::kDrop:
-      // No answer: the local ACK timeout runs out, then retry (IBA 9.7.6.1.3, C9-140).
-      if (s.retries_left == 0) {
-        s.shared->counters.retry_exceeded.fetch_add(1, std::memory_order_relaxed);
-        complete_in_error(s, index, IBV_WC_RETRY_EXC_ERR);
-        return false;
-      }
-      --s.retries_left;
+      // No answer: the local ACK timeout runs (IBA 9.7.6.1.3, C9-140); what
+      // happens when it expires is on_ack_timeout's.
+      s.ack_timeout = true;
       return retry_later(s, index, local_ack_timeout_ns(s.timeout));
   }
   return false;

@@ -13,6 +13,11 @@ namespace softverbs::transport {
 // REQUIRES: side.lock held. Returns whether the requester may go on sending.
 bool on_result(SendSide& side, uint64_t index, const fabric::TransmitResult& result);
 
+// REQUIRES: side.lock held. The local ACK timeout expired with no answer:
+// retransmit, or fail with RETRY_EXC_ERR once retry_cnt retries are spent.
+// Returns whether the requester may go on sending.
+bool on_ack_timeout(SendSide& side);
+
 // REQUIRES: side.lock held. Completes WQE `index` in error, takes the QP to
 // ERR and flushes everything after it.
 void complete_in_error(SendSide& side, uint64_t index, ibv_wc_status status);

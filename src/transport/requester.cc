@@ -56,6 +56,7 @@ void progress(SendSide& s) {
 void on_timer(SendSide& s) {
   if (s.wait_until == 0 || now_ns() < s.wait_until) return;
   s.wait_until = 0;
+  if (s.ack_timeout && !on_ack_timeout(s)) return;
   progress(s);
 }
 

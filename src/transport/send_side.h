@@ -64,6 +64,7 @@ struct SendSide {
   uint32_t retries_left = 0;   // reloaded from retry_cnt whenever progress is made
   uint32_t rnr_left = 0;
   uint64_t wait_until = 0;     // a retry is scheduled; nothing is sent before it
+  bool ack_timeout = false;    // the wait is a local ACK timeout (else an RNR delay)
   bool sq_drained_event = false;
 };
 

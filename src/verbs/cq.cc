@@ -128,7 +128,7 @@ Result<Cq*> Cq::create(Context* ctx, const ibv_cq_init_attr_ex& attr) {
   e.cqe = static_cast<int>(capacity - 1);
   pthread_mutex_init(&e.mutex, nullptr);
   pthread_cond_init(&e.cond, nullptr);
-  if (cq->channel_ != nullptr) cq->channel_->cqs.fetch_add(1);
+  if (cq->channel_ != nullptr) cq->channel_->ibv.refcnt = cq->channel_->cqs.fetch_add(1) + 1;
   dev.add_cq(cq->slot_, cq);
   return cq;
 }
@@ -181,7 +181,7 @@ Status Cq::destroy() {
     pthread_cond_wait(&ex_.cond, &ex_.mutex);
   pthread_mutex_unlock(&ex_.mutex);
   shm::mark_dead(dev.seg(), *shared_, now_ns());
-  if (channel_ != nullptr) channel_->cqs.fetch_sub(1);
+  if (channel_ != nullptr) channel_->ibv.refcnt = channel_->cqs.fetch_sub(1) - 1;
   pthread_mutex_destroy(&ex_.mutex);
   pthread_cond_destroy(&ex_.cond);
   delete this;

@@ -213,6 +213,7 @@ void Qp::apply(const ibv_qp_attr& a, int mask, ibv_qp_state next) {
     // IBA 10.3.1: Reset discards every WQE and all transport state.
     side_.sq.posted = side_.sq.next = side_.sq.done = 0;
     side_.wait_until = 0;
+    side_.ack_timeout = false;
     side_.fabric = nullptr;
     s.rq.head.store(0);
     s.rq.tail.store(0);
@@ -357,7 +358,11 @@ int Qp::post_send(ibv_send_wr* wr, ibv_send_wr** bad) {
   // IBA 11.4.1.1: no posting to the send queue before RTS; in Error WRs are
   // accepted and complete with flush status.
   int rc = (state == IBV_QPS_RESET || state == IBV_QPS_INIT || state == IBV_QPS_RTR) ? EINVAL : 0;
-  for (; rc == 0 && wr != nullptr; wr = wr->next) rc = post_one(*wr);
+  while (rc == 0 && wr != nullptr) {
+    rc = post_one(*wr);
+    if (rc == 0) wr = wr->next;
+  }
+  // ibv_post_send(3): bad_wr names the first WR that was not posted.
   if (rc != 0 && bad != nullptr) *bad = wr;
   transport::progress(side_);
   return rc;

@@ -42,12 +42,8 @@ SV_EXPORT ibv_comp_channel* ibv_create_comp_channel(ibv_context* ctx) {
 
 SV_EXPORT int ibv_destroy_comp_channel(ibv_comp_channel* channel) {
   if (channel == nullptr) return EINVAL;
-  softverbs::Status s = CompChannel::from(channel)->destroy();
-  if (!s.is_ok()) {
-    errno = s.code();
-    return -1;
-  }
-  return 0;
+  // rdma-core returns EBUSY (not -1) while a CQ still uses the channel.
+  return CompChannel::from(channel)->destroy().code();
 }
 
 SV_EXPORT ibv_cq* ibv_create_cq(ibv_context* ctx, int cqe, void* cq_context, ibv_comp_channel* channel,

@@ -8,7 +8,9 @@ packages=(
   libibverbs-dev ibverbs-utils perftest rdmacm-utils python3-pyverbs
   libgtest-dev libgmock-dev libbenchmark-dev
   libcli11-dev nlohmann-json3-dev libpcap-dev libdeflate-dev
-  iproute2 procps python3-scapy
+  iproute2 procps python3-scapy tshark
+  clang-14 libclang-rt-14-dev
+  ucx-utils libfabric-bin python3-matplotlib
 )
 
 missing=()

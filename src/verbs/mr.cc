@@ -8,6 +8,7 @@
 #include <vector>
 
 #include "shm/segment.h"
+#include "util/proc_maps.h"
 #include "verbs/context.h"
 #include "verbs/device.h"
 
@@ -22,19 +23,6 @@ uint16_t random_tag() {
   while (v == 0)
     if (getrandom(&v, sizeof v, 0) != sizeof v) v = static_cast<uint16_t>(reinterpret_cast<uintptr_t>(&v) >> 4);
   return v;
-}
-
-// The kernel pins the pages at registration and fails with EFAULT if any is
-// unmapped; we check the same with mincore.
-bool range_mapped(uint64_t addr, uint64_t length) {
-  const uint64_t start = addr & ~(shm::kPageSize - 1);
-  const uint64_t end = (addr + length + shm::kPageSize - 1) & ~(shm::kPageSize - 1);
-  unsigned char vec[256];
-  for (uint64_t p = start; p < end; p += sizeof vec * shm::kPageSize) {
-    const uint64_t n = std::min<uint64_t>(end - p, sizeof vec * shm::kPageSize);
-    if (mincore(reinterpret_cast<void*>(p), n, vec) != 0) return false;
-  }
-  return true;
 }
 
 Result<uint32_t> claim_slot(shm::Segment& seg) {
@@ -93,7 +81,9 @@ Result<Mr*> register_mr(Pd* pd, void* addr, size_t length, uint64_t iova, unsign
   SV_RETURN_IF_ERROR(check_access_flags(access));
   const uint64_t a = reinterpret_cast<uint64_t>(addr);
   if (length == 0 || length > shm::kMaxMrSize || a + length < a) return Status::error(EINVAL);
-  if (!range_mapped(a, length)) return Status::error(EFAULT);
+  // The kernel pins the pages here and fails with EFAULT when it cannot.
+  const bool writable = (access & (IBV_ACCESS_LOCAL_WRITE | IBV_ACCESS_REMOTE_WRITE | IBV_ACCESS_REMOTE_ATOMIC)) != 0;
+  if (!util::range_pinnable(a, length, writable)) return Status::error(EFAULT);
   if (access & IBV_ACCESS_ZERO_BASED) iova = 0;
   Device& dev = pd->ctx->device();
   shm::Segment& seg = dev.seg();

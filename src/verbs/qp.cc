@@ -17,6 +17,7 @@
 #include "verbs/cq.h"
 #include "verbs/device.h"
 #include "verbs/pd.h"
+#include "util/raw_enum.h"
 #include "verbs/qp_state_table.h"
 
 namespace softverbs::verbs {
@@ -182,7 +183,8 @@ Status Qp::validate_attrs(const ibv_qp_attr& a, int mask, ibv_qp_state cur, ibv_
   SV_RETURN_IF_ERROR(check_qp_transition(static_cast<ibv_qp_type>(shared_->qp_type), cur, next, mask));
   if ((mask & IBV_QP_PORT) && a.port_num != 1) return Status::error(EINVAL);
   if ((mask & IBV_QP_PKEY_INDEX) && a.pkey_index != 0) return Status::error(EINVAL);  // one P_Key
-  if ((mask & IBV_QP_PATH_MTU) && !valid_mtu(a.path_mtu)) return Status::error(EINVAL);
+  if ((mask & IBV_QP_PATH_MTU) && !valid_mtu(static_cast<int>(util::raw_enum(a.path_mtu)))) return Status::error(EINVAL);
+  if ((mask & IBV_QP_PATH_MIG_STATE) && util::raw_enum(a.path_mig_state) > IBV_MIG_ARMED) return Status::error(EINVAL);
   if ((mask & IBV_QP_DEST_QPN) && a.dest_qp_num > kPsnMask) return Status::error(EINVAL);
   if ((mask & IBV_QP_RQ_PSN) && a.rq_psn > kPsnMask) return Status::error(EINVAL);
   if ((mask & IBV_QP_SQ_PSN) && a.sq_psn > kPsnMask) return Status::error(EINVAL);
@@ -275,8 +277,14 @@ void Qp::enter_error_locked() {
 Status Qp::modify(const ibv_qp_attr& a, int mask) {
   std::lock_guard lock(modify_mu_);
   const auto cur = static_cast<ibv_qp_state>(shared_->state.load(std::memory_order_acquire));
-  if ((mask & IBV_QP_CUR_STATE) && a.cur_qp_state != cur) return Status::error(EINVAL);
-  const auto next = (mask & IBV_QP_STATE) ? a.qp_state : cur;
+  if ((mask & IBV_QP_CUR_STATE) && util::raw_enum(a.cur_qp_state) != static_cast<unsigned>(cur))
+    return Status::error(EINVAL);
+  ibv_qp_state next = cur;
+  if (mask & IBV_QP_STATE) {
+    const auto requested = util::raw_enum(a.qp_state);
+    if (requested > IBV_QPS_ERR) return Status::error(EINVAL);
+    next = static_cast<ibv_qp_state>(requested);
+  }
   SV_RETURN_IF_ERROR(validate_attrs(a, mask, cur, next));
   apply(a, mask, next);
   if (next == IBV_QPS_SQD && cur == IBV_QPS_RTS && (mask & IBV_QP_EN_SQD_ASYNC_NOTIFY) && a.en_sqd_async_notify) {
@@ -304,7 +312,9 @@ Status Qp::query(ibv_qp_attr* attr, int, ibv_qp_init_attr* init) {
 }
 
 int Qp::post_one(const ibv_send_wr& wr) {
-  const transport::WrOpcodeInfo* op = transport::wr_opcode(wr.opcode);
+  const auto raw_opcode = util::raw_enum(wr.opcode);
+  if (raw_opcode > IBV_WR_ATOMIC_WRITE) return EINVAL;
+  const transport::WrOpcodeInfo* op = transport::wr_opcode(static_cast<ibv_wr_opcode>(raw_opcode));
   if (op == nullptr || !transport::wr_allowed(*op, side_.qp_type)) return EINVAL;
   if (wr.num_sge < 0 || static_cast<uint32_t>(wr.num_sge) > side_.max_sge) return EINVAL;
   if (wr.num_sge > 0 && wr.sg_list == nullptr) return EINVAL;

@@ -16,6 +16,7 @@
 
 #include "shm/limits.h"
 #include "util/log.h"
+#include "util/proc_maps.h"
 
 namespace softverbs::fabric::host {
 namespace {
@@ -46,37 +47,11 @@ Registry& registry() {
 // True when every byte of [start, end) lies in private anonymous read-write
 // memory (or in one of our own memfd spans that is no longer registered).
 bool remappable(uint64_t start, uint64_t end) {
-  FILE* f = std::fopen("/proc/self/maps", "re");
-  if (f == nullptr) return false;
-  char line[512];
-  uint64_t covered = start;
-  bool ok = true;
-  while (ok && covered < end && std::fgets(line, sizeof line, f) != nullptr) {
-    unsigned long long lo, hi;
-    char perms[8] = {};
-    int name_at = 0;
-    if (std::sscanf(line, "%llx-%llx %7s %*s %*s %*s %n", &lo, &hi, perms, &name_at) < 3) continue;
-    if (hi <= covered) continue;
-    if (lo > covered) {
-      ok = false;  // a hole
-      break;
-    }
-    const char* name = line + name_at;
-    while (*name == ' ') ++name;
-    std::string_view n(name);
-    if (!n.empty() && n.back() == '\n') n.remove_suffix(1);
-    const bool anon = n.empty() || n == "[heap]";
-    const bool ours = n.starts_with("/memfd:softverbs-mr");
-    const bool rw = perms[0] == 'r' && perms[1] == 'w';
-    const bool priv = perms[3] == 'p';
-    if (!rw || !((anon && priv) || (ours && !priv))) {
-      ok = false;
-      break;
-    }
-    covered = hi;
-  }
-  std::fclose(f);
-  return ok && covered >= end;
+  return util::every_mapping_in(start, end, [](const util::Mapping& m) {
+    const bool anon = m.name.empty() || m.name == "[heap]";
+    const bool ours = m.name.starts_with("/memfd:softverbs-mr");
+    return m.read && m.write && ((anon && m.is_private) || (ours && !m.is_private));
+  });
 }
 
 bool overlaps_own_stack(uint64_t start, uint64_t end) {

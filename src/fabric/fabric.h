@@ -28,6 +28,9 @@ class Fabric {
   // REQUIRES: side.lock held. Sends the WQE's request; returns its response
   // when the fabric is synchronous, nullopt when it will come later.
   virtual std::optional<TransmitResult> transmit(transport::SendSide& side, transport::SendWqe& wqe) = 0;
+  // REQUIRES: side.lock held. Whether the WQE may be sent now (a packet
+  // fabric bounds the READs and atomics in flight by max_rd_atomic).
+  virtual bool can_transmit(const transport::SendSide&, const transport::SendWqe&) { return true; }
 };
 
 }  // namespace softverbs::fabric

@@ -72,6 +72,11 @@ struct PortCounters {
   std::atomic<uint64_t> remote_access_errors;
   std::atomic<uint64_t> cq_overruns;
   std::atomic<uint64_t> dropped_requests;
+  // Packet fabrics (RoCEv2/UDP).
+  std::atomic<uint64_t> icrc_errors;        // dropped: ICRC mismatch
+  std::atomic<uint64_t> malformed_packets;  // dropped: headers that do not parse
+  std::atomic<uint64_t> unknown_qp_packets; // dropped: no QP of ours has that number
+  std::atomic<uint64_t> send_errors;        // the socket refused a datagram (counted as lost)
 };
 
 struct alignas(64) ProcessSlot {
@@ -160,6 +165,7 @@ struct QpCounters {
   std::atomic<uint64_t> remote_errors;
   std::atomic<uint64_t> duplicate_requests;
   std::atomic<uint64_t> out_of_sequence;
+  std::atomic<uint64_t> sequence_naks_received;
 };
 
 struct alignas(64) SharedQp {

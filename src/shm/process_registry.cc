@@ -102,6 +102,10 @@ void fold_counters(Segment& seg, OwnerId who) {
   fold(from.remote_access_errors, to.remote_access_errors);
   fold(from.cq_overruns, to.cq_overruns);
   fold(from.dropped_requests, to.dropped_requests);
+  fold(from.icrc_errors, to.icrc_errors);
+  fold(from.malformed_packets, to.malformed_packets);
+  fold(from.unknown_qp_packets, to.unknown_qp_packets);
+  fold(from.send_errors, to.send_errors);
 }
 
 }  // namespace

@@ -47,6 +47,8 @@ void flush_send_queue(SendSide& s) {
   }
   s.sq.next = s.sq.done;
   s.wait_until = 0;
+  s.ack_deadline = 0;
+  s.resume_index = ~0ull;
 }
 
 void flush_recv_queue(shm::Segment& seg, uint32_t qp_slot, Notifier& notifier) {
@@ -91,6 +93,15 @@ bool on_ack_timeout(SendSide& s) {
   return true;
 }
 
+void complete_success(SendSide& s, uint64_t index) {
+  reload_retries(s);
+  SendWqe& w = s.sq.at(index);
+  s.shared->counters.sent_messages.fetch_add(1, std::memory_order_relaxed);
+  s.shared->counters.sent_bytes.fetch_add(w.length, std::memory_order_relaxed);
+  if (s.sig_all || (w.send_flags & IBV_SEND_SIGNALED)) post_send_cqe(s, w, IBV_WC_SUCCESS);
+  s.sq.done = index + 1;
+}
+
 bool on_result(SendSide& s, uint64_t index, const fabric::TransmitResult& r) {
   if (r.local_status != IBV_WC_SUCCESS) {
     complete_in_error(s, index, r.local_status);
@@ -99,15 +110,9 @@ bool on_result(SendSide& s, uint64_t index, const fabric::TransmitResult& r) {
   const Response& resp = r.response;
   switch (resp.kind) {
     case Response::Kind::kAck:
-    case Response::Kind::kDuplicate: {
-      reload_retries(s);
-      SendWqe& w = s.sq.at(index);
-      s.shared->counters.sent_messages.fetch_add(1, std::memory_order_relaxed);
-      s.shared->counters.sent_bytes.fetch_add(w.length, std::memory_order_relaxed);
-      if (s.sig_all || (w.send_flags & IBV_SEND_SIGNALED)) post_send_cqe(s, w, IBV_WC_SUCCESS);
-      s.sq.done = index + 1;
+    case Response::Kind::kDuplicate:
+      complete_success(s, index);
       return true;
-    }
     case Response::Kind::kRnrNak:
       s.shared->counters.rnr_naks_received.fetch_add(1, std::memory_order_relaxed);
       // IBA 9.7.5.2.8 / C9-153: rnr_retry 7 retries forever.

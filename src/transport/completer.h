@@ -18,6 +18,10 @@ bool on_result(SendSide& side, uint64_t index, const fabric::TransmitResult& res
 // Returns whether the requester may go on sending.
 bool on_ack_timeout(SendSide& side);
 
+// REQUIRES: side.lock held; `index` is side.sq.done. WQE `index` succeeded:
+// its completion (if signalled) and the retry counters reloaded.
+void complete_success(SendSide& side, uint64_t index);
+
 // REQUIRES: side.lock held. Completes WQE `index` in error, takes the QP to
 // ERR and flushes everything after it.
 void complete_in_error(SendSide& side, uint64_t index, ibv_wc_status status);

@@ -2,6 +2,7 @@
 
 #include "fabric/fabric.h"
 #include "transport/completer.h"
+#include "transport/packet_completer.h"
 #include "transport/wr_opcode_table.h"
 #include "util/time.h"
 #include "wire/psn.h"
@@ -42,6 +43,7 @@ void progress(SendSide& s) {
       }
       if (earlier_reads) return;
     }
+    if (!s.fabric->can_transmit(s, w)) return;
     if (w.packets == 0) {
       w.packets = packets_of(w, s.path_mtu);
       w.psn = s.sq_psn;
@@ -54,10 +56,21 @@ void progress(SendSide& s) {
 }
 
 void on_timer(SendSide& s) {
-  if (s.wait_until == 0 || now_ns() < s.wait_until) return;
-  s.wait_until = 0;
-  if (s.ack_timeout && !on_ack_timeout(s)) return;
-  progress(s);
+  const uint64_t now = now_ns();
+  s.timer_at = 0;
+  if (s.ack_deadline != 0 && now >= s.ack_deadline) on_packet_timeout(s);
+  if (s.wait_until != 0 && now >= s.wait_until) {
+    s.wait_until = 0;
+    if (s.ack_timeout && !on_ack_timeout(s)) return;
+    progress(s);
+  }
+  // Deadlines still ahead get their call.
+  const uint64_t next = s.ack_deadline != 0 && (s.wait_until == 0 || s.ack_deadline < s.wait_until) ? s.ack_deadline
+                                                                                                   : s.wait_until;
+  if (next != 0 && (s.timer_at == 0 || next < s.timer_at)) {
+    s.timer_at = next;
+    s.timers->arm(s, next);
+  }
 }
 
 }  // namespace softverbs::transport

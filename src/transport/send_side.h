@@ -65,6 +65,11 @@ struct SendSide {
   uint32_t rnr_left = 0;
   uint64_t wait_until = 0;     // a retry is scheduled; nothing is sent before it
   bool ack_timeout = false;    // the wait is a local ACK timeout (else an RNR delay)
+  // Packet fabrics (requests in flight while more are sent):
+  uint64_t ack_deadline = 0;   // local ACK timer of the oldest unacknowledged request; 0: none
+  uint64_t timer_at = 0;       // earliest on_timer call already scheduled; 0: none
+  uint64_t resume_index = ~0ull;  // the WQE to resend from resume_psn rather than its first PSN
+  uint32_t resume_psn = 0;
   bool sq_drained_event = false;
 };
 

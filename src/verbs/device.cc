@@ -1,4 +1,5 @@
 #include "verbs/device.h"
+#include "fabric/port_config.h"
 
 #include <sys/prctl.h>
 #include <unistd.h>
@@ -16,6 +17,11 @@
 #include "verbs/qp.h"
 
 namespace softverbs::verbs {
+
+using fabric::device_segment_path;
+using fabric::local_gid_index;
+using fabric::port_config;
+using fabric::PortConfig;
 namespace {
 
 constexpr uint64_t kSweepPeriodNs = 2'000'000'000ull;
@@ -44,7 +50,8 @@ Result<Device*> Device::get() {
 }
 
 Status Device::start() {
-  Result<std::unique_ptr<shm::Segment>> seg = shm::Segment::open(shm::Segment::default_path());
+  if (!port_config().error.empty()) return Status::error(EINVAL);
+  Result<std::unique_ptr<shm::Segment>> seg = shm::Segment::open(device_segment_path());
   if (!seg.is_ok()) return seg.status();
   seg_ = std::move(seg.value());
   shm::sweep(*seg_);
@@ -131,6 +138,15 @@ void Device::remove_srq(uint32_t slot) {
   srqs_[slot] = nullptr;
 }
 
+bool Device::with_send_side(uint32_t qp_slot, uint32_t qpn, void (*fn)(transport::SendSide&, void*), void* arg) {
+  std::lock_guard lock(registry_mu_);
+  Qp* qp = qp_slot < shm::kMaxQpSlots ? qps_[qp_slot] : nullptr;
+  if (qp == nullptr || qp->side().qpn != qpn) return false;
+  std::lock_guard side_lock(qp->side().lock);
+  fn(qp->side(), arg);
+  return true;
+}
+
 Qp* Device::find_qp_locked(uint32_t slot) { return slot < shm::kMaxQpSlots ? qps_[slot] : nullptr; }
 
 void Device::cq_event(uint32_t cq_slot, shm::OwnerId owner) {
@@ -180,6 +196,10 @@ bool Device::drain_events() {
     uint64_t bits = proc.qp_event_bits[w].exchange(0, std::memory_order_acquire);
     for (; bits != 0; bits &= bits - 1) {
       const uint32_t slot = w * 64 + static_cast<uint32_t>(__builtin_ctzll(bits));
+      // The QP was published (release) before any peer could raise its
+      // events; acquire it, so its initialization happens-before (TSan sees
+      // only this process's half of that ordering).
+      (void)seg_->qp(slot).slot_state.load(std::memory_order_acquire);
       handle_qp_event(slot, seg_->qp(slot).pending_async.exchange(0, std::memory_order_acq_rel));
       any = true;
     }

@@ -22,6 +22,7 @@
 #include <mutex>
 #include <thread>
 
+#include "fabric/udp/udp_host.h"
 #include "shm/segment.h"
 #include "transport/notifier.h"
 #include "transport/send_side.h"
@@ -33,13 +34,13 @@ class Cq;
 class Qp;
 class Srq;
 
-class Device final : public transport::Notifier, public transport::TimerService {
+class Device final : public transport::Notifier, public transport::TimerService, public fabric::udp::UdpHost {
  public:
   // The process's device, attached on first use. Thread-safe.
   static Result<Device*> get();
 
-  shm::Segment& seg() { return *seg_; }
-  shm::OwnerId self() const { return self_; }
+  shm::Segment& seg() override { return *seg_; }
+  shm::OwnerId self() const override { return self_; }
   uint32_t new_pd_id() { return seg_->header().next_pd_id.fetch_add(1, std::memory_order_relaxed); }
 
   // Registries of this process's objects by slot.
@@ -57,6 +58,10 @@ class Device final : public transport::Notifier, public transport::TimerService 
   shm::PortCounters& port_counters() override { return seg_->process(self_.slot).port; }
   // transport::TimerService
   void arm(transport::SendSide& side, uint64_t deadline_ns) override;
+
+  // fabric::udp::UdpHost
+  transport::Notifier& notifier() override { return *this; }
+  bool with_send_side(uint32_t qp_slot, uint32_t qpn, void (*fn)(transport::SendSide&, void*), void* arg) override;
 
   void ring(shm::OwnerId who);  // wakes a process's service thread
 

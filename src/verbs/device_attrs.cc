@@ -2,7 +2,14 @@
 
 #include <cstring>
 
+#include "fabric/port_config.h"
+
 namespace softverbs::verbs {
+
+using fabric::device_segment_path;
+using fabric::local_gid_index;
+using fabric::port_config;
+using fabric::PortConfig;
 
 void fill_device_attr(const shm::Segment& seg, ibv_device_attr* a) {
   std::memset(a, 0, sizeof *a);
@@ -85,13 +92,38 @@ void fill_port_attr(const shm::Segment& seg, ibv_port_attr* p) {
   p->link_layer = IBV_LINK_LAYER_INFINIBAND;
   p->flags = 0;
   p->port_cap_flags2 = 0;
+  const PortConfig& c = port_config();
+  if (c.roce) {
+    // An Ethernet port: no LIDs, no subnet manager; addresses are GIDs.
+    p->link_layer = IBV_LINK_LAYER_ETHERNET;
+    p->lid = 0;
+    p->sm_lid = 0;
+    p->port_cap_flags = IBV_PORT_CM_SUP | IBV_PORT_IP_BASED_GIDS;
+    p->gid_tbl_len = static_cast<int>(c.gids.size());
+    p->max_mtu = c.mtu;
+    p->active_mtu = c.mtu;
+    p->active_width = 1;  // 1x
+    p->active_speed = 32; // 25 Gb/s per lane (what a veth or a VM NIC would claim)
+  }
 }
 
-void port_gid(const shm::Segment& seg, ibv_gid* gid) {
+bool port_gid(const shm::Segment& seg, int index, ibv_gid* gid) {
   std::memset(gid, 0, sizeof *gid);
+  const PortConfig& c = port_config();
+  if (c.roce) {
+    if (index < 0 || static_cast<size_t>(index) >= c.gids.size()) return false;
+    std::memcpy(gid->raw, c.gids[static_cast<size_t>(index)].data(), 16);
+    return true;
+  }
+  if (index != 0) return false;
   gid->raw[0] = 0xfe;
   gid->raw[1] = 0x80;
   std::memcpy(gid->raw + 8, &seg.header().port_guid, 8);
+  return true;
 }
+
+bool port_gid_is_roce_v2() { return port_config().roce; }
+
+int port_gid_count() { return port_config().roce ? static_cast<int>(port_config().gids.size()) : 1; }
 
 }  // namespace softverbs::verbs

@@ -11,7 +11,6 @@
 
 namespace softverbs::verbs {
 
-inline constexpr char kDeviceName[] = "softverbs0";
 inline constexpr uint32_t kVendorId = 0x5356;  // not a real vendor: software keys paths on Mellanox/Amazon ids
 inline constexpr uint32_t kVendorPartId = 1;
 inline constexpr uint32_t kHwVersion = 1;
@@ -20,7 +19,11 @@ inline constexpr char kFirmwareVersion[] = "0.1.0";
 void fill_device_attr(const shm::Segment& seg, ibv_device_attr* attr);
 void fill_device_attr_ex(const shm::Segment& seg, ibv_device_attr_ex* attr);
 void fill_port_attr(const shm::Segment& seg, ibv_port_attr* attr);
-// GID index 0: fe80::/64 + port GUID (IBA 4.1.1).
-void port_gid(const shm::Segment& seg, ibv_gid* gid);
+// The GID table. InfiniBand port: index 0 only, fe80::/64 + port GUID (IBA
+// 4.1.1). RoCE port: one RoCE v2 GID per configured address. False when
+// `index` is outside the table.
+bool port_gid(const shm::Segment& seg, int index, ibv_gid* gid);
+int port_gid_count();
+bool port_gid_is_roce_v2();
 
 }  // namespace softverbs::verbs

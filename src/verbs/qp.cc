@@ -5,6 +5,7 @@
 #include <new>
 
 #include "fabric/host/host_fabric.h"
+#include "fabric/udp/udp_fabric.h"
 #include "shm/limits.h"
 #include "shm/process_registry.h"
 #include "shm/rings.h"
@@ -17,10 +18,17 @@
 #include "verbs/cq.h"
 #include "verbs/device.h"
 #include "verbs/pd.h"
+#include "fabric/port_config.h"
+#include "verbs/device_attrs.h"
 #include "util/raw_enum.h"
 #include "verbs/qp_state_table.h"
 
 namespace softverbs::verbs {
+
+using fabric::device_segment_path;
+using fabric::local_gid_index;
+using fabric::port_config;
+using fabric::PortConfig;
 namespace {
 
 constexpr uint32_t kPsnMask = 0xffffff;
@@ -37,6 +45,11 @@ Result<uint32_t> claim_qp_slot(shm::Segment& seg) {
     if (slot < 2) continue;  // QPN 0 and 1 are the special QPs (IBA 10.2.4)
     shm::SharedQp& q = seg.qp(slot);
     if (q.slot_state.load(std::memory_order_relaxed) != static_cast<uint32_t>(shm::SlotState::kFree)) continue;
+    // Reset under the lock: a reset outside it would pass through kFree and
+    // let another process claim the same slot.
+    const uint32_t gen = ((q.qpn >> kQpnGenShift) + 1) & kQpnGenMask;
+    new (&q) shm::SharedQp();
+    q.qpn = (gen << kQpnGenShift) | slot;
     q.slot_state.store(static_cast<uint32_t>(shm::SlotState::kDead), std::memory_order_relaxed);
     q.dead_since_ns = ~0ull >> 1;  // reserved: a sweep must not free it
     hint.store(slot + 1, std::memory_order_relaxed);
@@ -105,11 +118,6 @@ Result<Qp*> Qp::create(Context* ctx, ibv_qp_init_attr_ex* a) {
   qp->slot_ = slot.value();
   shm::SharedQp& s = seg.qp(qp->slot_);
   qp->shared_ = &s;
-  const uint32_t gen = ((s.qpn >> kQpnGenShift) + 1) & kQpnGenMask;
-  new (&s) shm::SharedQp();
-  s.dead_since_ns = ~0ull >> 1;
-  s.slot_state.store(static_cast<uint32_t>(shm::SlotState::kDead), std::memory_order_relaxed);
-  s.qpn = (gen << kQpnGenShift) | qp->slot_;
   s.owner = dev.self();
   s.qp_type = static_cast<uint8_t>(a->qp_type);
   s.state.store(IBV_QPS_RESET);
@@ -183,7 +191,9 @@ Status Qp::validate_attrs(const ibv_qp_attr& a, int mask, ibv_qp_state cur, ibv_
   SV_RETURN_IF_ERROR(check_qp_transition(static_cast<ibv_qp_type>(shared_->qp_type), cur, next, mask));
   if ((mask & IBV_QP_PORT) && a.port_num != 1) return Status::error(EINVAL);
   if ((mask & IBV_QP_PKEY_INDEX) && a.pkey_index != 0) return Status::error(EINVAL);  // one P_Key
-  if ((mask & IBV_QP_PATH_MTU) && !valid_mtu(static_cast<int>(util::raw_enum(a.path_mtu)))) return Status::error(EINVAL);
+  if ((mask & IBV_QP_PATH_MTU) && (!valid_mtu(static_cast<int>(util::raw_enum(a.path_mtu))) ||
+                                   util::raw_enum(a.path_mtu) > static_cast<unsigned>(port_config().mtu)))
+    return Status::error(EINVAL);
   if ((mask & IBV_QP_PATH_MIG_STATE) && util::raw_enum(a.path_mig_state) > IBV_MIG_ARMED) return Status::error(EINVAL);
   if ((mask & IBV_QP_DEST_QPN) && a.dest_qp_num > kPsnMask) return Status::error(EINVAL);
   if ((mask & IBV_QP_RQ_PSN) && a.rq_psn > kPsnMask) return Status::error(EINVAL);
@@ -201,14 +211,26 @@ Status Qp::validate_attrs(const ibv_qp_attr& a, int mask, ibv_qp_state cur, ibv_
   if (mask & IBV_QP_AV) {
     const ibv_ah_attr& ah = a.ah_attr;
     if (ah.port_num != 1) return Status::error(EINVAL);
-    if (ah.is_global && ah.grh.sgid_index != 0) return Status::error(EINVAL);  // one GID
+    if (ah.is_global && ah.grh.sgid_index >= port_gid_count()) return Status::error(EINVAL);
+    // An Ethernet port has no LIDs: RoCE addresses are GIDs (IBA A17.4).
+    if (port_config().roce && !ah.is_global) return Status::error(EINVAL);
     if (!ah.is_global && ah.dlid == 0) return Status::error(EINVAL);
   }
   if ((mask & IBV_QP_ALT_PATH) || (mask & IBV_QP_PATH_MIG_STATE)) return Status::error(EOPNOTSUPP);  // no APM
   return Status::ok();
 }
 
-void Qp::apply(const ibv_qp_attr& a, int mask, ibv_qp_state next) {
+// The fabric that carries this QP's requests, from its address at RTR: QPs of
+// this host's device through shared memory, other hosts over RoCEv2.
+Result<fabric::Fabric*> Qp::choose_fabric(const ibv_ah_attr& ah) {
+  const PortConfig& config = port_config();
+  if (!config.roce || local_gid_index(ah.grh.dgid.raw) >= 0) return &fabric::host::host_fabric();
+  fabric::udp::UdpFabric& udp = fabric::udp::udp_fabric();
+  SV_RETURN_IF_ERROR(udp.start(ctx_->device(), config.gids, config.udp_port));
+  return &udp;
+}
+
+void Qp::apply(const ibv_qp_attr& a, int mask, ibv_qp_state next, fabric::Fabric* rtr_fabric) {
   std::lock_guard lock(side_.lock);
   shm::SharedQp& s = *shared_;
   if (next == IBV_QPS_RESET) {
@@ -254,8 +276,7 @@ void Qp::apply(const ibv_qp_attr& a, int mask, ibv_qp_state next) {
   if (mask & IBV_QP_RNR_RETRY) attr_.rnr_retry = a.rnr_retry, side_.rnr_retry = a.rnr_retry;
   if (mask & IBV_QP_MAX_QP_RD_ATOMIC) attr_.max_rd_atomic = a.max_rd_atomic, side_.max_rd_atomic = a.max_rd_atomic;
   if (mask & IBV_QP_EN_SQD_ASYNC_NOTIFY) attr_.en_sqd_async_notify = a.en_sqd_async_notify;
-  // Every address on an InfiniBand port of this device is on this host.
-  if (next == IBV_QPS_RTR) side_.fabric = &fabric::host::host_fabric();
+  if (rtr_fabric != nullptr) side_.fabric = rtr_fabric;
   if (next == IBV_QPS_RTS) {
     side_.retries_left = side_.retry_cnt;
     side_.rnr_left = side_.rnr_retry;
@@ -286,7 +307,13 @@ Status Qp::modify(const ibv_qp_attr& a, int mask) {
     next = static_cast<ibv_qp_state>(requested);
   }
   SV_RETURN_IF_ERROR(validate_attrs(a, mask, cur, next));
-  apply(a, mask, next);
+  fabric::Fabric* rtr_fabric = nullptr;
+  if (next == IBV_QPS_RTR && cur != IBV_QPS_RTR) {
+    Result<fabric::Fabric*> f = choose_fabric((mask & IBV_QP_AV) ? a.ah_attr : attr_.ah_attr);
+    if (!f.is_ok()) return f.status();
+    rtr_fabric = f.value();
+  }
+  apply(a, mask, next, rtr_fabric);
   if (next == IBV_QPS_SQD && cur == IBV_QPS_RTS && (mask & IBV_QP_EN_SQD_ASYNC_NOTIFY) && a.en_sqd_async_notify) {
     // The host fabric has nothing in flight once post_send returns: drained now.
     events_reported_.fetch_add(1);
@@ -333,6 +360,7 @@ int Qp::post_one(const ibv_send_wr& wr) {
   w.send_flags = wr.send_flags;
   w.imm_data = op->has_imm ? wr.imm_data : 0;
   w.packets = 0;
+  w.responses = 0;
   w.psn = 0;
   w.ah = nullptr;
   if (op->remote) {

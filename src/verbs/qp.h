@@ -61,7 +61,8 @@ class Qp {
  private:
   Qp() = default;
   Status validate_attrs(const ibv_qp_attr& a, int mask, ibv_qp_state cur, ibv_qp_state next);
-  void apply(const ibv_qp_attr& a, int mask, ibv_qp_state next);
+  Result<fabric::Fabric*> choose_fabric(const ibv_ah_attr& ah);
+  void apply(const ibv_qp_attr& a, int mask, ibv_qp_state next, fabric::Fabric* rtr_fabric);
   int post_one(const ibv_send_wr& wr);
   void enter_error_locked();
 

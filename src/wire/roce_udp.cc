@@ -126,6 +126,24 @@ const char* encap_error_name(EncapError e) {
   return "unknown error";
 }
 
+size_t roce_write_headers(std::span<uint8_t> out, const RoceUdpHeader& h, size_t ib_length) {
+  const size_t head = encap_length(h.version);
+  const size_t ip_len = head - kUdpHeaderBytes;
+  if (out.size() < head || head + ib_length > 0xffff) return 0;
+  uint8_t* ip = out.data();
+  const size_t udp_len = kUdpHeaderBytes + ib_length;
+  if (h.version == IpVersion::kV4)
+    write_ipv4(ip, h, head + ib_length);
+  else
+    write_ipv6(ip, h, udp_len);
+  uint8_t* u = ip + ip_len;
+  udp::SrcPort::set(u, h.src_port);
+  udp::DstPort::set(u, h.dst_port);
+  udp::Length::set(u, udp_len);
+  udp::Checksum::set(u, 0);
+  return head;
+}
+
 EncapError roce_encapsulate(std::span<uint8_t> datagram, const RoceUdpHeader& h) {
   const size_t head = encap_length(h.version);
   const size_t ip_len = head - kUdpHeaderBytes;

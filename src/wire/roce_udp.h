@@ -78,6 +78,12 @@ enum class EncapError : uint8_t {
 
 [[nodiscard]] const char* encap_error_name(EncapError e);
 
+// The IP and UDP headers alone (UDP checksum 0) that carry an IB packet of
+// `ib_length` bytes, written to the front of `out`; returns their length, or
+// 0 when `out` is too small or the datagram would exceed 65535 bytes. What a
+// UDP socket's sender needs for the ICRC, and its receiver to check one.
+[[nodiscard]] size_t roce_write_headers(std::span<uint8_t> out, const RoceUdpHeader& h, size_t ib_length);
+
 // See contract 3. `datagram` is exactly the datagram: room plus IB packet.
 [[nodiscard]] EncapError roce_encapsulate(std::span<uint8_t> datagram, const RoceUdpHeader& h);
 

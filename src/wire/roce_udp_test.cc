@@ -238,5 +238,32 @@ TEST(RoceUdp, RandomCorruptionNeverReadsOutOfBounds) {
   }
 }
 
+// A UDP socket's sender has only the IB packet in hand: the headers written
+// apart must give the ICRC of the whole datagram, for both IP versions.
+TEST(RoceUdp, HeadersWrittenApartGiveTheDatagramsIcrc) {
+  for (IpVersion v : {IpVersion::kV4, IpVersion::kV6}) {
+    RoceUdpHeader e = v4_send_only_encap();
+    e.udp_checksum = UdpChecksum::kZero;
+    if (v == IpVersion::kV6) {
+      e.version = v;
+      e.src = Gid{0xfd, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 1};
+      e.dst = Gid{0xfd, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 2};
+    }
+    const std::vector<uint8_t> whole = make(e, v4_send_only_headers(), kHello);
+    const size_t head = encap_length(v);
+    const std::span<const uint8_t> ib(whole.data() + head, whole.size() - head);
+    uint8_t hdr[64];
+    ASSERT_EQ(head, roce_write_headers(hdr, e, ib.size()));
+    EXPECT_TRUE(std::equal(hdr, hdr + head, whole.begin()));
+    const std::optional<uint32_t> crc = icrc_compute({hdr, head}, ib.first(ib.size() - kIcrcBytes));
+    ASSERT_TRUE(crc.has_value());
+    const uint8_t* stored = ib.data() + ib.size() - kIcrcBytes;
+    EXPECT_EQ(*crc, uint32_t{stored[0]} | uint32_t{stored[1]} << 8 | uint32_t{stored[2]} << 16 |
+                        uint32_t{stored[3]} << 24);
+  }
+  uint8_t small[8];
+  EXPECT_EQ(0u, roce_write_headers(small, v4_send_only_encap(), 100));
+}
+
 }  // namespace
 }  // namespace softverbs::wire

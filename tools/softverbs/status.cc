@@ -65,7 +65,11 @@ json snapshot(shm::Segment& seg) {
         {"local_access_errors", &c.local_access_errors},
         {"remote_access_errors", &c.remote_access_errors},
         {"cq_overruns", &c.cq_overruns},
-        {"dropped_requests", &c.dropped_requests}};
+        {"dropped_requests", &c.dropped_requests},
+        {"icrc_errors", &c.icrc_errors},
+        {"malformed_packets", &c.malformed_packets},
+        {"unknown_qp_packets", &c.unknown_qp_packets},
+        {"send_errors", &c.send_errors}};
     for (const auto& [name, v] : fields) counters[name] = counters.value(name, uint64_t{0}) + v->load();
   };
   add(h.port);
@@ -103,7 +107,8 @@ json snapshot(shm::Segment& seg) {
                      {"rnr_retry_exceeded", k.rnr_retry_exceeded.load()},
                      {"remote_errors", k.remote_errors.load()},
                      {"duplicate_requests", k.duplicate_requests.load()},
-                     {"out_of_sequence", k.out_of_sequence.load()}}}});
+                     {"out_of_sequence", k.out_of_sequence.load()},
+                     {"sequence_naks_received", k.sequence_naks_received.load()}}}});
   }
   j["qps"] = qps;
   uint32_t cqs = 0, mrs = 0, mapped = 0;

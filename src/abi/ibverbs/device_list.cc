@@ -1,4 +1,5 @@
 // Device enumeration and opening: ibv_get_device_list & co, ibv_open_device.
+#include <cstdio>
 #include <cstdlib>
 #include <cstring>
 #include <mutex>
@@ -7,6 +8,7 @@
 #include "verbs/context.h"
 #include "verbs/device.h"
 #include "verbs/device_attrs.h"
+#include "fabric/port_config.h"
 
 using softverbs::verbs::Context;
 using softverbs::verbs::Device;
@@ -18,11 +20,12 @@ ibv_device* soft_device() {
     ibv_device d{};
     d.node_type = IBV_NODE_CA;
     d.transport_type = IBV_TRANSPORT_IB;
-    std::strncpy(d.name, softverbs::verbs::kDeviceName, sizeof d.name - 1);
-    std::strncpy(d.dev_name, "uverbs_softverbs0", sizeof d.dev_name - 1);
+    const std::string& name = softverbs::fabric::port_config().device_name;
+    std::strncpy(d.name, name.c_str(), sizeof d.name - 1);
+    std::snprintf(d.dev_name, sizeof d.dev_name, "uverbs_%s", name.c_str());
     // No sysfs entries exist for a software device; these paths name none.
-    std::strncpy(d.dev_path, "/sys/class/infiniband_verbs/uverbs_softverbs0", sizeof d.dev_path - 1);
-    std::strncpy(d.ibdev_path, "/sys/class/infiniband/softverbs0", sizeof d.ibdev_path - 1);
+    std::snprintf(d.dev_path, sizeof d.dev_path, "/sys/class/infiniband_verbs/uverbs_%s", name.c_str());
+    std::snprintf(d.ibdev_path, sizeof d.ibdev_path, "/sys/class/infiniband/%s", name.c_str());
     return d;
   }();
   return &dev;

@@ -53,9 +53,8 @@ SV_EXPORT int ibv_query_port(ibv_context* ctx, uint8_t port, _compat_ibv_port_at
 }
 
 SV_EXPORT int ibv_query_gid(ibv_context* ctx, uint8_t port, int index, ibv_gid* gid) {
-  if (ctx == nullptr || gid == nullptr || port != 1 || index != 0) return -1;
-  softverbs::verbs::port_gid(seg_of(ctx), gid);
-  return 0;
+  if (ctx == nullptr || gid == nullptr || port != 1) return -1;
+  return softverbs::verbs::port_gid(seg_of(ctx), index, gid) ? 0 : -1;
 }
 
 SV_EXPORT int ibv_query_pkey(ibv_context* ctx, uint8_t port, int index, __be16* pkey) {
@@ -75,11 +74,12 @@ SV_EXPORT int ibv_get_pkey_index(ibv_context* ctx, uint8_t port, __be16 pkey) {
 enum : uint32_t { kGidTypeSysfsIbRoceV1 = 0, kGidTypeSysfsRoceV2 = 1 };
 
 SV_EXPORT int ibv_query_gid_type(ibv_context* ctx, uint8_t port, unsigned int index, uint32_t* type) {
-  if (ctx == nullptr || type == nullptr || port != 1 || index != 0) {
+  if (ctx == nullptr || type == nullptr || port != 1 || index >= static_cast<unsigned>(softverbs::verbs::port_gid_count())) {
     errno = EINVAL;
     return -1;
   }
-  *type = kGidTypeSysfsIbRoceV1;  // an InfiniBand port's GIDs are of the IB/RoCE v1 kind
+  // An InfiniBand port's GIDs are of the IB/RoCE v1 kind; a RoCE port's are v2.
+  *type = softverbs::verbs::port_gid_is_roce_v2() ? kGidTypeSysfsRoceV2 : kGidTypeSysfsIbRoceV1;
   return 0;
 }
 
@@ -87,12 +87,12 @@ SV_EXPORT int _ibv_query_gid_ex(ibv_context* ctx, uint32_t port, uint32_t index,
                                 uint32_t flags, size_t entry_size) {
   if (ctx == nullptr || entry == nullptr || flags != 0 || entry_size < sizeof(ibv_gid_entry)) return EINVAL;
   if (port != 1) return EINVAL;
-  if (index != 0) return ENODATA;
+  if (index >= static_cast<uint32_t>(softverbs::verbs::port_gid_count())) return ENODATA;
   std::memset(entry, 0, sizeof *entry);
-  softverbs::verbs::port_gid(seg_of(ctx), &entry->gid);
-  entry->gid_index = 0;
+  softverbs::verbs::port_gid(seg_of(ctx), static_cast<int>(index), &entry->gid);
+  entry->gid_index = index;
   entry->port_num = 1;
-  entry->gid_type = IBV_GID_TYPE_IB;
+  entry->gid_type = softverbs::verbs::port_gid_is_roce_v2() ? IBV_GID_TYPE_ROCE_V2 : IBV_GID_TYPE_IB;
   entry->ndev_ifindex = 0;
   return 0;
 }
@@ -102,7 +102,12 @@ SV_EXPORT ssize_t _ibv_query_gid_table(ibv_context* ctx, ibv_gid_entry* entries,
   if (ctx == nullptr || (entries == nullptr && max_entries > 0) || flags != 0 ||
       entry_size < sizeof(ibv_gid_entry))
     return -EINVAL;
-  if (max_entries < 1) return -EINVAL;
-  int rc = _ibv_query_gid_ex(ctx, 1, 0, entries, 0, entry_size);
-  return rc == 0 ? 1 : -rc;
+  const auto count = static_cast<size_t>(softverbs::verbs::port_gid_count());
+  if (max_entries < count) return -EINVAL;
+  for (size_t i = 0; i < count; ++i) {
+    auto* e = reinterpret_cast<ibv_gid_entry*>(reinterpret_cast<uint8_t*>(entries) + i * entry_size);
+    const int rc = _ibv_query_gid_ex(ctx, 1, static_cast<uint32_t>(i), e, 0, entry_size);
+    if (rc != 0) return -rc;
+  }
+  return static_cast<ssize_t>(count);
 }

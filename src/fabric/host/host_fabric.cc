@@ -4,7 +4,9 @@
 #include <cstring>
 
 #include "fabric/host/peer_memory.h"
+#include "fabric/port_config.h"
 #include "shm/process_registry.h"
+#include "transport/local_sges.h"
 #include "transport/mem_ops.h"
 #include "transport/responder.h"
 #include "transport/wr_opcode_table.h"
@@ -24,6 +26,8 @@ HostFabric& host_fabric() {
 
 bool HostFabric::reaches(const shm::Segment& seg, const ibv_ah_attr& ah) {
   if (ah.port_num != 1) return false;
+  // A RoCE port: its own addresses are this host.
+  if (port_config().roce) return ah.is_global && local_gid_index(ah.grh.dgid.raw) >= 0;
   if (ah.is_global) {
     // GID 0 is the link-local prefix plus the port GUID.
     uint8_t gid[16] = {0xfe, 0x80};
@@ -34,34 +38,6 @@ bool HostFabric::reaches(const shm::Segment& seg, const ibv_ah_attr& ah) {
 }
 
 namespace {
-
-// Resolves the WQE's local SGEs into this process's addresses (IBA 10.6.3.1:
-// L_Key, PD and access checked at use). Returns the local completion status.
-ibv_wc_status resolve_local(transport::SendSide& s, transport::SendWqe& w, bool writes_local, iovec* iov,
-                            IoList* out) {
-  if (w.inline_len > 0 || (w.send_flags & IBV_SEND_INLINE)) {
-    iov[0] = {w.inline_data(), w.inline_len};
-    *out = {iov, 1, w.inline_len};
-    return IBV_WC_SUCCESS;
-  }
-  uint64_t total = 0;
-  uint32_t n = 0;
-  for (uint32_t i = 0; i < w.num_sge; ++i) {
-    const shm::Sge& sge = w.sge[i];
-    if (sge.length == 0) continue;
-    MrRef ref;
-    if (transport::check_key(*s.seg, sge.lkey, false, s.self, s.pd_id, sge.addr, sge.length,
-                             writes_local ? IBV_ACCESS_LOCAL_WRITE : 0, &ref) != KeyCheck::kOk) {
-      s.notifier->port_counters().local_access_errors.fetch_add(1, std::memory_order_relaxed);
-      return IBV_WC_LOC_PROT_ERR;
-    }
-    iov[n++] = {reinterpret_cast<void*>(ref.va), sge.length};
-    total += sge.length;
-  }
-  *out = {iov, n, total};
-  // IBA 10.7.2.1 / C10-…: a message longer than the port's max_msg_sz is a local length error.
-  return total > shm::kMaxMsgSize ? IBV_WC_LOC_LEN_ERR : IBV_WC_SUCCESS;
-}
 
 }  // namespace
 
@@ -90,7 +66,7 @@ std::optional<TransmitResult> HostFabric::transmit(transport::SendSide& s, trans
   iovec iov[shm::kMaxSge];
   IoList list;
   const bool writes_local = op->kind != ReqKind::kSend && op->kind != ReqKind::kWrite;
-  result.local_status = resolve_local(s, w, writes_local, iov, &list);
+  result.local_status = transport::resolve_local_sges(s, w, writes_local, iov, &list);
   if (result.local_status != IBV_WC_SUCCESS) return result;
   if (writes_local && op->kind != ReqKind::kRead && list.bytes < 8) {
     result.local_status = IBV_WC_LOC_LEN_ERR;  // an atomic's result needs 8 bytes

@@ -1,0 +1,109 @@
+#include "fabric/port_config.h"
+
+#include <arpa/inet.h>
+#include <unistd.h>
+
+#include <cstdlib>
+#include <cstring>
+
+#include "shm/segment.h"
+#include "util/log.h"
+
+namespace softverbs::fabric {
+namespace {
+
+constexpr size_t kMaxGids = 16;
+
+bool parse_addr(const std::string& text, wire::Gid* out) {
+  in_addr v4;
+  if (inet_pton(AF_INET, text.c_str(), &v4) == 1) {
+    const auto* b = reinterpret_cast<const uint8_t*>(&v4.s_addr);
+    *out = wire::gid_from_ipv4(b[0], b[1], b[2], b[3]);
+    return true;
+  }
+  in6_addr v6;
+  if (inet_pton(AF_INET6, text.c_str(), &v6) == 1) {
+    std::memcpy(out->data(), v6.s6_addr, 16);
+    return true;
+  }
+  return false;
+}
+
+}  // namespace
+
+PortConfig parse_port_config(const char* roce_addr, const char* roce_port, const char* roce_mtu) {
+  PortConfig c;
+  c.device_name = "softverbs0";
+  if (roce_addr == nullptr || *roce_addr == '\0') return c;
+  c.roce = true;
+  c.device_name = "softverbs_roce0";
+  c.mtu = IBV_MTU_1024;
+  std::string all(roce_addr);
+  size_t start = 0;
+  while (start <= all.size()) {
+    const size_t comma = all.find(',', start);
+    const std::string item = all.substr(start, comma == std::string::npos ? std::string::npos : comma - start);
+    start = comma == std::string::npos ? all.size() + 1 : comma + 1;
+    if (item.empty()) continue;
+    wire::Gid gid;
+    if (!parse_addr(item, &gid)) {
+      c.error = "SOFTVERBS_ROCE_ADDR: not an IPv4 or IPv6 address: '" + item + "'";
+      return c;
+    }
+    if (c.gids.size() == kMaxGids) {
+      c.error = "SOFTVERBS_ROCE_ADDR: more than 16 addresses";
+      return c;
+    }
+    c.gids.push_back(gid);
+    c.addrs.push_back(item);
+  }
+  if (c.gids.empty()) c.error = "SOFTVERBS_ROCE_ADDR: no address";
+  if (roce_port != nullptr && *roce_port != '\0') {
+    char* end = nullptr;
+    const long p = std::strtol(roce_port, &end, 10);
+    if (*end != '\0' || p <= 0 || p > 65535) c.error = "SOFTVERBS_ROCE_PORT: not a UDP port: " + std::string(roce_port);
+    else c.udp_port = static_cast<uint16_t>(p);
+  }
+  if (roce_mtu != nullptr && *roce_mtu != '\0') {
+    const std::string m(roce_mtu);
+    if (m == "256") c.mtu = IBV_MTU_256;
+    else if (m == "512") c.mtu = IBV_MTU_512;
+    else if (m == "1024") c.mtu = IBV_MTU_1024;
+    else if (m == "2048") c.mtu = IBV_MTU_2048;
+    else if (m == "4096") c.mtu = IBV_MTU_4096;
+    else c.error = "SOFTVERBS_ROCE_MTU: one of 256, 512, 1024, 2048, 4096, not " + m;
+  }
+  return c;
+}
+
+const PortConfig& port_config() {
+  static const PortConfig config = [] {
+    PortConfig c = parse_port_config(std::getenv("SOFTVERBS_ROCE_ADDR"), std::getenv("SOFTVERBS_ROCE_PORT"),
+                                     std::getenv("SOFTVERBS_ROCE_MTU"));
+    if (!c.error.empty()) SV_LOG(kError, "%s", c.error.c_str());
+    return c;
+  }();
+  return config;
+}
+
+std::string device_segment_path() {
+  if (const char* p = std::getenv("SOFTVERBS_DEVICE_PATH"); p != nullptr && *p != '\0') return p;
+  const PortConfig& c = port_config();
+  std::string path = "/dev/shm/softverbs-" + std::to_string(geteuid());
+  if (c.roce && !c.addrs.empty()) {
+    std::string a = c.addrs.front();
+    for (char& ch : a)
+      if (ch == ':') ch = '_';
+    path += "-roce-" + a;
+  }
+  return path + "-v" + std::to_string(shm::kLayoutVersion);
+}
+
+int local_gid_index(const uint8_t gid[16]) {
+  const PortConfig& c = port_config();
+  for (size_t i = 0; i < c.gids.size(); ++i)
+    if (std::memcmp(c.gids[i].data(), gid, 16) == 0) return static_cast<int>(i);
+  return -1;
+}
+
+}  // namespace softverbs::fabric

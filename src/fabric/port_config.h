@@ -1,0 +1,48 @@
+// What kind of port this process's device has, decided once from the
+// environment before the device is first opened.
+//
+//   SOFTVERBS_ROCE_ADDR=10.0.0.1[,fd00::1...]  a RoCEv2 device, softverbs_roce0:
+//       Ethernet link layer, one RoCE v2 GID per address (IPv4 as ::ffff:a.b.c.d),
+//       traffic to other hosts over UDP (fabric/udp).
+//   SOFTVERBS_ROCE_PORT=4791     the UDP port (tests use others)
+//   SOFTVERBS_ROCE_MTU=1024      the port's active MTU: 256..4096 (default 1024,
+//                                what a 1500-byte Ethernet MTU carries)
+// Unset: the InfiniBand-link host device softverbs0.
+//
+// Processes that share a device must agree on these; the default segment of
+// a RoCE device is named after its first address, so two network namespaces
+// of one host with different addresses get two devices.
+#pragma once
+
+#include <infiniband/verbs.h>
+
+#include <cstdint>
+#include <string>
+#include <vector>
+
+#include "wire/roce_udp.h"
+
+namespace softverbs::fabric {
+
+struct PortConfig {
+  bool roce = false;
+  std::string device_name;         // softverbs0 | softverbs_roce0
+  std::vector<wire::Gid> gids;     // RoCE: index = GID index
+  std::vector<std::string> addrs;  // the addresses as written
+  uint16_t udp_port = wire::kRoceV2Port;
+  ibv_mtu mtu = IBV_MTU_4096;
+  std::string error;               // non-empty: the environment is invalid (logged; no device)
+};
+
+// Parsed once; thread-safe.
+const PortConfig& port_config();
+// Parses a configuration (exposed for tests).
+PortConfig parse_port_config(const char* roce_addr, const char* roce_port, const char* roce_mtu);
+
+// SOFTVERBS_DEVICE_PATH, or the default segment of the configured device.
+std::string device_segment_path();
+
+// Whether `gid` is one of this port's GIDs (RoCE) and its index.
+int local_gid_index(const uint8_t gid[16]);
+
+}  // namespace softverbs::fabric

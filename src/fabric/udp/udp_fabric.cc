@@ -1,0 +1,238 @@
+#include "fabric/udp/udp_fabric.h"
+
+#include <arpa/inet.h>
+#include <netinet/in.h>
+#include <sys/prctl.h>
+#include <sys/socket.h>
+#include <unistd.h>
+
+#include <cerrno>
+#include <cstring>
+#include <memory>
+
+#include "transport/responder.h"
+#include "util/log.h"
+#include "wire/icrc.h"
+
+namespace softverbs::fabric::udp {
+namespace {
+
+bool is_v4_mapped(const wire::Gid& g) {
+  static constexpr uint8_t kPrefix[12] = {0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0xff, 0xff};
+  return std::memcmp(g.data(), kPrefix, 12) == 0;
+}
+
+socklen_t to_sockaddr(const wire::Gid& g, uint16_t port, sockaddr_storage* out) {
+  std::memset(out, 0, sizeof *out);
+  if (is_v4_mapped(g)) {
+    auto* a = reinterpret_cast<sockaddr_in*>(out);
+    a->sin_family = AF_INET;
+    a->sin_port = htons(port);
+    std::memcpy(&a->sin_addr, g.data() + 12, 4);
+    return sizeof *a;
+  }
+  auto* a = reinterpret_cast<sockaddr_in6*>(out);
+  a->sin6_family = AF_INET6;
+  a->sin6_port = htons(port);
+  std::memcpy(&a->sin6_addr, g.data(), 16);
+  return sizeof *a;
+}
+
+bool from_sockaddr(const sockaddr_storage& s, wire::Gid* gid, uint16_t* port) {
+  if (s.ss_family == AF_INET) {
+    const auto* a = reinterpret_cast<const sockaddr_in*>(&s);
+    const auto* b = reinterpret_cast<const uint8_t*>(&a->sin_addr);
+    *gid = wire::gid_from_ipv4(b[0], b[1], b[2], b[3]);
+    *port = ntohs(a->sin_port);
+    return true;
+  }
+  if (s.ss_family == AF_INET6) {
+    const auto* a = reinterpret_cast<const sockaddr_in6*>(&s);
+    std::memcpy(gid->data(), &a->sin6_addr, 16);
+    *port = ntohs(a->sin6_port);
+    return true;
+  }
+  return false;
+}
+
+uint32_t load_le32(const uint8_t* p) {
+  return uint32_t{p[0]} | uint32_t{p[1]} << 8 | uint32_t{p[2]} << 16 | uint32_t{p[3]} << 24;
+}
+
+void store_le32(uint8_t* p, uint32_t v) {
+  for (int i = 0; i < 4; ++i) p[i] = static_cast<uint8_t>(v >> (8 * i));
+}
+
+}  // namespace
+
+UdpFabric& udp_fabric() {
+  static UdpFabric* f = new UdpFabric();  // receive threads outlive static destruction
+  return *f;
+}
+
+Status UdpFabric::start(UdpHost& host, const std::vector<wire::Gid>& gids, uint16_t port) {
+  std::lock_guard lock(start_mu_);
+  if (started_) return Status::ok();
+  std::vector<Endpoint> eps;
+  for (const wire::Gid& gid : gids) {
+    Endpoint ep;
+    ep.gid = gid;
+    ep.port = port;
+    ep.version = is_v4_mapped(gid) ? wire::IpVersion::kV4 : wire::IpVersion::kV6;
+    ep.fd = socket(ep.version == wire::IpVersion::kV4 ? AF_INET : AF_INET6, SOCK_DGRAM | SOCK_CLOEXEC, 0);
+    if (ep.fd < 0) {
+      const int e = errno;
+      for (Endpoint& o : eps) close(o.fd);
+      return Status::error(e);
+    }
+    int on = 1;
+    if (ep.version == wire::IpVersion::kV4) {
+      // DF, and with it identification 0 on an unconnected socket: the header the ICRC covers.
+      int pmtu = IP_PMTUDISC_DO;
+      setsockopt(ep.fd, IPPROTO_IP, IP_MTU_DISCOVER, &pmtu, sizeof pmtu);
+    } else {
+      int pmtu = IPV6_PMTUDISC_DO;
+      setsockopt(ep.fd, IPPROTO_IPV6, IPV6_MTU_DISCOVER, &pmtu, sizeof pmtu);
+      setsockopt(ep.fd, IPPROTO_IPV6, IPV6_V6ONLY, &on, sizeof on);
+    }
+    // Bursts of a window of requests arrive at once: room for them.
+    int buf = 4 << 20;
+    setsockopt(ep.fd, SOL_SOCKET, SO_RCVBUF, &buf, sizeof buf);
+    setsockopt(ep.fd, SOL_SOCKET, SO_SNDBUF, &buf, sizeof buf);
+    sockaddr_storage sa;
+    const socklen_t len = to_sockaddr(gid, port, &sa);
+    if (bind(ep.fd, reinterpret_cast<sockaddr*>(&sa), len) != 0) {
+      const int e = errno;
+      char text[INET6_ADDRSTRLEN] = "?";
+      inet_ntop(ep.version == wire::IpVersion::kV4 ? AF_INET : AF_INET6,
+                ep.version == wire::IpVersion::kV4 ? gid.data() + 12 : gid.data(), text, sizeof text);
+      SV_LOG(kError, "RoCE: cannot bind UDP %s port %u: %s%s", text, static_cast<unsigned>(port), std::strerror(e),
+             e == EADDRINUSE ? " (another process receives for this address)" : "");
+      close(ep.fd);
+      for (Endpoint& o : eps) close(o.fd);
+      return Status::error(e);
+    }
+    eps.push_back(ep);
+  }
+  host_ = &host;
+  dst_port_ = port;
+  endpoints_ = std::move(eps);
+  for (size_t i = 0; i < endpoints_.size(); ++i) std::thread([this, i] { receive_loop(i); }).detach();
+  started_ = true;
+  return Status::ok();
+}
+
+const UdpFabric::Endpoint* UdpFabric::endpoint_for(uint8_t sgid_index) const {
+  return sgid_index < endpoints_.size() ? &endpoints_[sgid_index] : nullptr;
+}
+
+void UdpFabric::receive_loop(size_t index) {
+  prctl(PR_SET_NAME, "softverbs-rx");
+  const Endpoint& ep = endpoints_[index];
+  constexpr unsigned kBatch = 16;
+  // Allocated once per thread (never thread_local: a dlopen'ed library has
+  // almost no static TLS).
+  auto storage = std::make_unique<uint8_t[]>(kBatch * kMaxIbPacket);
+  uint8_t* bufs[kBatch];
+  for (unsigned i = 0; i < kBatch; ++i) bufs[i] = storage.get() + i * kMaxIbPacket;
+  sockaddr_storage names[kBatch];
+  iovec iov[kBatch];
+  mmsghdr msgs[kBatch];
+  for (;;) {
+    for (unsigned i = 0; i < kBatch; ++i) {
+      iov[i] = {bufs[i], kMaxIbPacket};
+      std::memset(&msgs[i], 0, sizeof msgs[i]);
+      msgs[i].msg_hdr.msg_name = &names[i];
+      msgs[i].msg_hdr.msg_namelen = sizeof names[i];
+      msgs[i].msg_hdr.msg_iov = &iov[i];
+      msgs[i].msg_hdr.msg_iovlen = 1;
+    }
+    const int n = recvmmsg(ep.fd, msgs, kBatch, MSG_WAITFORONE, nullptr);
+    if (n < 0) {
+      if (errno == EINTR) continue;
+      SV_LOG(kError, "RoCE: receive failed: %s", std::strerror(errno));
+      return;
+    }
+    for (int i = 0; i < n; ++i) {
+      Peer from;
+      if ((msgs[i].msg_hdr.msg_flags & MSG_TRUNC) != 0 || !from_sockaddr(names[i], &from.gid, &from.port)) {
+        host_->notifier().port_counters().malformed_packets.fetch_add(1, std::memory_order_relaxed);
+        continue;
+      }
+      on_datagram(ep, from, {bufs[i], msgs[i].msg_len});
+    }
+  }
+}
+
+bool UdpFabric::icrc_ok(const Endpoint& ep, const Peer& from, std::span<const uint8_t> ib) const {
+  wire::RoceUdpHeader h;
+  h.version = ep.version;
+  h.src = from.gid;
+  h.dst = ep.gid;
+  h.src_port = from.port;
+  h.dst_port = ep.port;
+  uint8_t hdr[wire::kIpv6HeaderBytes + wire::kUdpHeaderBytes];
+  const size_t n = wire::roce_write_headers(hdr, h, ib.size());
+  if (n == 0 || ib.size() < wire::kBthBytes + wire::kIcrcBytes) return false;
+  const std::optional<uint32_t> crc = wire::icrc_compute({hdr, n}, ib.first(ib.size() - wire::kIcrcBytes));
+  return crc && *crc == load_le32(ib.data() + ib.size() - wire::kIcrcBytes);
+}
+
+void UdpFabric::send(const Endpoint& ep, const wire::Gid& to, std::span<uint8_t> ib) {
+  wire::RoceUdpHeader h;
+  h.version = ep.version;
+  h.src = ep.gid;
+  h.dst = to;
+  h.src_port = ep.port;
+  h.dst_port = dst_port_;
+  uint8_t hdr[wire::kIpv6HeaderBytes + wire::kUdpHeaderBytes];
+  const size_t n = wire::roce_write_headers(hdr, h, ib.size());
+  const std::optional<uint32_t> crc =
+      n == 0 ? std::nullopt : wire::icrc_compute({hdr, n}, ib.first(ib.size() - wire::kIcrcBytes));
+  shm::PortCounters& c = host_->notifier().port_counters();
+  if (!crc) {
+    c.send_errors.fetch_add(1, std::memory_order_relaxed);
+    return;
+  }
+  store_le32(ib.data() + ib.size() - wire::kIcrcBytes, *crc);
+  sockaddr_storage sa;
+  const socklen_t len = to_sockaddr(to, dst_port_, &sa);
+  // A full socket buffer or an unreachable peer is a lost packet: the
+  // requester's timers recover it, as they would on a wire.
+  if (sendto(ep.fd, ib.data(), ib.size(), MSG_DONTWAIT, reinterpret_cast<sockaddr*>(&sa), len) < 0) {
+    c.send_errors.fetch_add(1, std::memory_order_relaxed);
+    SV_LOG_RATELIMITED(kDebug, "RoCE: send failed: %s", std::strerror(errno));
+    return;
+  }
+  c.xmit_packets.fetch_add(1, std::memory_order_relaxed);
+  c.xmit_bytes.fetch_add(ib.size(), std::memory_order_relaxed);
+}
+
+void UdpFabric::on_datagram(const Endpoint& ep, const Peer& from, std::span<const uint8_t> ib) {
+  shm::PortCounters& c = host_->notifier().port_counters();
+  const wire::PacketView v = wire::PacketView::parse(ib, 4096);
+  if (!v.ok()) {
+    c.malformed_packets.fetch_add(1, std::memory_order_relaxed);
+    return;
+  }
+  if (!icrc_ok(ep, from, ib)) {
+    c.icrc_errors.fetch_add(1, std::memory_order_relaxed);
+    return;
+  }
+  // Only RC is carried yet; other transports' packets find no QP to take them.
+  if ((v.info().qp_types & wire::QpTypes::kRc) == 0) {
+    c.unknown_qp_packets.fetch_add(1, std::memory_order_relaxed);
+    return;
+  }
+  const int slot = transport::qp_slot_of(host_->seg(), v.bth().dest_qp);
+  if (slot < 0 || !(host_->seg().qp(static_cast<uint32_t>(slot)).owner == host_->self())) {
+    c.unknown_qp_packets.fetch_add(1, std::memory_order_relaxed);
+    return;
+  }
+  if (v.info().any(wire::OpFlag::kRequest))
+    on_request(ep, from, static_cast<uint32_t>(slot), v);
+  else
+    on_response(from, static_cast<uint32_t>(slot), v);
+}
+
+}  // namespace softverbs::fabric::udp

@@ -1,0 +1,81 @@
+// The RoCEv2 fabric: IB transport packets in UDP datagrams to port 4791 of
+// other hosts (IBA annex A17), byte-exact, ICRC included.
+//
+// One UDP socket per address of the port, bound to it; one receive thread per
+// socket, blocked in recvmmsg while nothing arrives. The receive thread runs
+// the responder for requests (transport/responder.h, memory reached locally:
+// the QP is ours) and the packet completer for responses
+// (transport/packet_completer.h). Requesters send from whatever thread posts,
+// progresses or times out; sends never block.
+//
+// The sender knows the exact IP header that leaves the host, as the ICRC
+// requires: unconnected sockets with path-MTU discovery on, so Linux sends
+// IPv4 with DF set and identification 0; TOS, TTL, flow label and the UDP
+// checksum are masked by the ICRC. The receiver checks the ICRC against the
+// same reconstruction (a peer that sends IPv4 identifications other than 0 —
+// Linux's rxe does — fails it: see DESIGN.md).
+//
+// One process per address receives (the first to bind it); a second process
+// on the same RoCE device can still reach QPs of this host through the host
+// fabric, but not other hosts (modify_qp to RTR fails with EADDRINUSE).
+#pragma once
+
+#include <atomic>
+#include <mutex>
+#include <span>
+#include <thread>
+#include <vector>
+
+#include "fabric/fabric.h"
+#include "fabric/udp/udp_host.h"
+#include "wire/packet.h"
+#include "wire/roce_udp.h"
+
+namespace softverbs::fabric::udp {
+
+// Bytes of the largest IB packet we send or accept: a 4096-byte payload with
+// the longest headers, pad and ICRC.
+inline constexpr size_t kMaxIbPacket = 4096 + 64;
+
+class UdpFabric final : public Fabric {
+ public:
+  // Binds every address of the port (its GIDs, in GID-index order) to
+  // `port` and starts the receive threads; once. EADDRINUSE: another process
+  // receives for this address.
+  Status start(UdpHost& host, const std::vector<wire::Gid>& gids, uint16_t port);
+
+  std::optional<TransmitResult> transmit(transport::SendSide& side, transport::SendWqe& wqe) override;
+  bool can_transmit(const transport::SendSide& side, const transport::SendWqe& wqe) override;
+
+ private:
+  struct Endpoint {
+    int fd = -1;
+    wire::IpVersion version = wire::IpVersion::kV4;
+    wire::Gid gid{};
+    uint16_t port = 0;
+  };
+  struct Peer {
+    wire::Gid gid{};
+    uint16_t port = 0;
+  };
+
+  void receive_loop(size_t endpoint);
+  void on_datagram(const Endpoint& ep, const Peer& from, std::span<const uint8_t> ib);
+  void on_request(const Endpoint& ep, const Peer& from, uint32_t qp_slot, const wire::PacketView& v);
+  void on_response(const Peer& from, uint32_t qp_slot, const wire::PacketView& v);
+
+  // Fills in the ICRC of `ib` (BTH .. ICRC slot) and sends it to `to`.
+  void send(const Endpoint& ep, const wire::Gid& to, std::span<uint8_t> ib);
+  bool icrc_ok(const Endpoint& ep, const Peer& from, std::span<const uint8_t> ib) const;
+  const Endpoint* endpoint_for(uint8_t sgid_index) const;
+
+  std::mutex start_mu_;
+  bool started_ = false;
+  UdpHost* host_ = nullptr;
+  std::vector<Endpoint> endpoints_;
+  uint16_t dst_port_ = wire::kRoceV2Port;
+};
+
+UdpFabric& udp_fabric();
+
+}  // namespace softverbs::fabric::udp

@@ -1,0 +1,25 @@
+// What the UDP fabric needs from the device it serves (verbs::Device
+// implements it), so that the fabric does not depend on the verbs layer.
+#pragma once
+
+#include <cstdint>
+
+#include "shm/segment.h"
+#include "transport/notifier.h"
+#include "transport/send_side.h"
+
+namespace softverbs::fabric::udp {
+
+class UdpHost {
+ public:
+  virtual ~UdpHost() = default;
+  virtual shm::Segment& seg() = 0;
+  virtual shm::OwnerId self() const = 0;
+  virtual transport::Notifier& notifier() = 0;
+  // Runs fn with the send side of this process's QP `qpn` (in `qp_slot`)
+  // locked, so the QP cannot go away meanwhile. False if there is none.
+  virtual bool with_send_side(uint32_t qp_slot, uint32_t qpn, void (*fn)(transport::SendSide&, void*),
+                              void* arg) = 0;
+};
+
+}  // namespace softverbs::fabric::udp

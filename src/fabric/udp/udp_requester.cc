@@ -1,0 +1,127 @@
+// Requester side of the UDP fabric: a send WQE becomes its request packets.
+#include <algorithm>
+
+#include "fabric/udp/udp_fabric.h"
+#include "transport/local_sges.h"
+#include "transport/packet_completer.h"
+#include "transport/wr_opcode_table.h"
+#include "wire/psn.h"
+
+namespace softverbs::fabric::udp {
+namespace {
+
+using transport::ReqKind;
+using wire::Opcode;
+
+uint32_t mtu_bytes(uint8_t mtu) { return 128u << (mtu < IBV_MTU_256 ? 1 : mtu); }
+
+// IBA 9.2 / Table 38: the opcode of packet `first`/`last` of an RC SEND or WRITE.
+Opcode rc_opcode(ReqKind kind, bool first, bool last, bool imm) {
+  if (kind == ReqKind::kSend) {
+    if (first && last) return imm ? Opcode::kRcSendOnlyWithImmediate : Opcode::kRcSendOnly;
+    if (first) return Opcode::kRcSendFirst;
+    if (last) return imm ? Opcode::kRcSendLastWithImmediate : Opcode::kRcSendLast;
+    return Opcode::kRcSendMiddle;
+  }
+  if (first && last) return imm ? Opcode::kRcRdmaWriteOnlyWithImmediate : Opcode::kRcRdmaWriteOnly;
+  if (first) return Opcode::kRcRdmaWriteFirst;
+  if (last) return imm ? Opcode::kRcRdmaWriteLastWithImmediate : Opcode::kRcRdmaWriteLast;
+  return Opcode::kRcRdmaWriteMiddle;
+}
+
+// Long messages ask for an ACK now and then, so the window keeps moving and
+// a loss is noticed before the last packet.
+constexpr uint32_t kAckEvery = 32;
+
+}  // namespace
+
+bool UdpFabric::can_transmit(const transport::SendSide& s, const transport::SendWqe& w) {
+  const transport::WrOpcodeInfo* op = transport::wr_opcode(w.opcode);
+  if (op == nullptr || !op->reads_remote) return true;
+  // IBA 9.5 / C9-…: at most max_rd_atomic READs and atomics outstanding.
+  return transport::reads_in_flight(s) < std::max<uint32_t>(1, s.max_rd_atomic);
+}
+
+std::optional<TransmitResult> UdpFabric::transmit(transport::SendSide& s, transport::SendWqe& w) {
+  TransmitResult result;
+  const transport::WrOpcodeInfo* op = transport::wr_opcode(w.opcode);
+  const Endpoint* ep = endpoint_for(s.ah.grh.sgid_index);
+  if (op == nullptr || ep == nullptr) {
+    result.local_status = IBV_WC_LOC_QP_OP_ERR;
+    return result;
+  }
+  const uint64_t index = s.sq.next - 1;  // the requester has moved past the WQE it hands us
+  uint32_t start_psn = w.psn;
+  if (s.resume_index == index) {
+    start_psn = s.resume_psn;
+    s.resume_index = ~0ull;
+  }
+  const uint32_t skip = static_cast<uint32_t>(wire::psn_diff(wire::Psn(start_psn), wire::Psn(w.psn)));
+  const uint64_t mtu = mtu_bytes(s.path_mtu);
+
+  iovec iov[shm::kMaxSge];
+  transport::IoList list;
+  const bool writes_local = op->kind != ReqKind::kSend && op->kind != ReqKind::kWrite;
+  result.local_status = transport::resolve_local_sges(s, w, writes_local, iov, &list);
+  if (result.local_status != IBV_WC_SUCCESS) return result;
+  if (writes_local && op->kind != ReqKind::kRead && list.bytes < 8) {
+    result.local_status = IBV_WC_LOC_LEN_ERR;  // an atomic's result needs 8 bytes
+    return result;
+  }
+
+  wire::Gid dst;
+  std::memcpy(dst.data(), s.ah.grh.dgid.raw, 16);
+  uint8_t buf[kMaxIbPacket];
+  wire::TransportHeaders h;
+  h.bth.dest_qp = s.dest_qpn;
+  h.bth.pkey = 0xffff;
+
+  if (op->kind == ReqKind::kRead || op->kind == ReqKind::kCmpSwap || op->kind == ReqKind::kFetchAdd) {
+    h.bth.ack_req = true;
+    h.bth.psn = wire::Psn(start_psn);
+    if (op->kind == ReqKind::kRead) {
+      // A READ resumed part-way asks for the rest only (IBA 9.7.5.1.4).
+      const uint64_t done = std::min<uint64_t>(w.length, static_cast<uint64_t>(skip) * mtu);
+      h.bth.opcode = Opcode::kRcRdmaReadRequest;
+      h.reth.va = w.remote_addr + done;
+      h.reth.rkey = w.rkey;
+      h.reth.dma_length = static_cast<uint32_t>(w.length - done);
+    } else {
+      h.bth.opcode = op->kind == ReqKind::kCmpSwap ? Opcode::kRcCompareSwap : Opcode::kRcFetchAdd;
+      h.atomic_eth.va = w.remote_addr;
+      h.atomic_eth.rkey = w.rkey;
+      h.atomic_eth.swap_add = op->kind == ReqKind::kCmpSwap ? w.swap : w.compare_add;
+      h.atomic_eth.compare = op->kind == ReqKind::kCmpSwap ? w.compare_add : 0;
+    }
+    wire::PacketBuilder b(buf);
+    if (b.build(h, 0) == wire::PacketError::kOk) send(*ep, dst, b.packet());
+    transport::start_ack_timer(s);
+    return std::nullopt;
+  }
+
+  for (uint32_t k = skip; k < w.packets; ++k) {
+    const bool first = k == 0;
+    const bool last = k + 1 == w.packets;
+    const uint64_t offset = static_cast<uint64_t>(k) * mtu;
+    const uint32_t len = static_cast<uint32_t>(std::min<uint64_t>(mtu, list.bytes - std::min(list.bytes, offset)));
+    h.bth.opcode = rc_opcode(op->kind, first, last, op->has_imm);
+    h.bth.psn = wire::psn_add(wire::Psn(w.psn), k);
+    h.bth.ack_req = last || (k + 1) % kAckEvery == 0;
+    h.bth.solicited = last && (w.send_flags & IBV_SEND_SOLICITED) != 0;
+    if (first) {
+      h.reth.va = w.remote_addr;
+      h.reth.rkey = w.rkey;
+      h.reth.dma_length = static_cast<uint32_t>(list.bytes);
+    }
+    h.immdt.value = be32toh(w.imm_data);
+    wire::PacketBuilder b(buf);
+    if (b.build(h, len) != wire::PacketError::kOk) break;
+    transport::IoCursor c(list, offset);
+    transport::gather_into(b.payload().data(), c, len);
+    send(*ep, dst, b.packet());
+  }
+  transport::start_ack_timer(s);
+  return std::nullopt;
+}
+
+}  // namespace softverbs::fabric::udp

@@ -1,0 +1,57 @@
+#!/usr/bin/env bash
+# Debian's ibv_rc_pingpong, unmodified, between two network namespaces over
+# our RoCE device (RoCEv2 on UDP): one end per namespace, GID index 0.
+#   rc_pingpong.sh <dir of libibverbs.so.1> <scenario>
+#   scenarios: v4 (IPv4 GID), v6 (IPv6 GID), big (1 MiB messages), mtu4096
+set -euo pipefail
+lib=$1
+scenario=$2
+here=$(cd "$(dirname "$0")" && pwd)
+. "$here/netns.sh"
+netns_up
+
+work=$(mktemp -d)
+cleanup() {
+  netns_down
+  if [ -n "${SHOW_STATUS:-}" ]; then
+    for s in a b; do SOFTVERBS_DEVICE_PATH=/dev/shm/softverbs-itest-roce-$$-$s "$lib/../bin/softverbs" status || true; done
+  fi
+  rm -rf "$work"; rm -f /dev/shm/softverbs-itest-roce-$$-*
+}
+trap cleanup EXIT
+
+addr_a=$ADDR_A addr_b=$ADDR_B
+args=(-g 0 -n 200)
+mtu=1024
+case $scenario in
+  v4) ;;
+  v6) addr_a=$ADDR6_A addr_b=$ADDR6_B ;;
+  big) args=(-g 0 -n 20 -s 1048576) ;;
+  mtu4096) mtu=4096; args=(-g 0 -n 100 -s 65536 -m 4096) ;;
+  *) echo "unknown scenario $scenario" >&2; exit 2 ;;
+esac
+port=$(( 20000 + $$ % 20000 ))
+
+env_for() {  # address, name
+  echo LD_LIBRARY_PATH="$lib" SOFTVERBS_ROCE_ADDR="$1" SOFTVERBS_ROCE_MTU=$mtu \
+       SOFTVERBS_DEVICE_PATH=/dev/shm/softverbs-itest-roce-$$-$2
+}
+
+in_a env $(env_for "$addr_a" a) timeout 60 ibv_rc_pingpong -d softverbs_roce0 -p $port "${args[@]}" \
+  > "$work/server.out" 2>&1 &
+server=$!
+NETNS_PIDS+=("$server")
+sleep 0.5
+rc=0
+in_b env $(env_for "$addr_b" b) timeout 60 ibv_rc_pingpong -d softverbs_roce0 -p $port "${args[@]}" "$ADDR_A" \
+  > "$work/client.out" 2>&1 || rc=$?
+wait "$server" || rc=$?
+echo "--- server"; cat "$work/server.out"; echo "--- client"; cat "$work/client.out"
+[ $rc -eq 0 ] || { echo "FAIL: exit status $rc"; exit 1; }
+# Both ends report the bytes they moved and a rate.
+for f in server client; do
+  grep -Eq '^[0-9]+ bytes in [0-9.]+ seconds = [0-9.]+ Mbit/sec' "$work/$f.out" ||
+    { echo "FAIL: no throughput line from the $f"; exit 1; }
+done
+grep -q "GID" "$work/client.out" || { echo "FAIL: the client did not use a GID"; exit 1; }
+echo PASS

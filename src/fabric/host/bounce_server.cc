@@ -6,6 +6,7 @@
 #include "transport/mem_ops.h"
 #include "transport/target_memory.h"
 #include "util/futex.h"
+#include "util/raw_memory.h"
 
 namespace softverbs::fabric::host {
 
@@ -32,17 +33,18 @@ int serve(shm::Segment& seg, shm::OwnerId self, shm::BounceSlot& s) {
   char* buf = seg.ptr<char>(s.buffer);
   auto* target = reinterpret_cast<char*>(s.addr);
   switch (static_cast<shm::BounceOp>(s.op)) {
-    case shm::BounceOp::kWrite: std::memcpy(target, buf, s.length); return 0;
-    case shm::BounceOp::kRead: std::memcpy(buf, target, s.length); return 0;
+    // The requesting process orders these against the application (util/raw_memory.h).
+    case shm::BounceOp::kWrite: util::raw_copy(target, buf, s.length); return 0;
+    case shm::BounceOp::kRead: util::raw_copy(buf, target, s.length); return 0;
     case shm::BounceOp::kCmpSwap:
-    case shm::BounceOp::kFetchAdd:
+    case shm::BounceOp::kFetchAdd: {
       if (s.addr % 8 != 0 || s.length != 8) return EINVAL;
-      s.original = transport::LocalMemory::do_atomic(
-          reinterpret_cast<uint64_t*>(target),
-          s.op == static_cast<uint32_t>(shm::BounceOp::kCmpSwap) ? transport::AtomicOp::kCmpSwap
-                                                                 : transport::AtomicOp::kFetchAdd,
-          s.operand1, s.operand2);
+      auto* word = reinterpret_cast<uint64_t*>(target);
+      s.original = s.op == static_cast<uint32_t>(shm::BounceOp::kCmpSwap)
+                       ? util::raw_compare_swap(word, s.operand1, s.operand2)
+                       : util::raw_fetch_add(word, s.operand1);
       return 0;
+    }
   }
   return EINVAL;
 }

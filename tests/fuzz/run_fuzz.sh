@@ -1,0 +1,43 @@
+#!/bin/bash
+# Runs the wire fuzzer for a bounded time and fails on any finding.
+#
+#   tests/fuzz/run_fuzz.sh <build-dir> <seconds>
+#
+# <build-dir> is a clang tree configured with -DSOFTVERBS_FUZZ=ON (wire_fuzzer
+# and wire_fuzz_corpus are built here if missing). The seeds are regenerated
+# every run; what the fuzzer learns stays in <build-dir>/fuzz/corpus, so the
+# next run starts where this one stopped. A crash, leak, timeout or broken
+# invariant leaves its input in <build-dir>/fuzz/artifacts and exits 1;
+# replay it with: <build-dir>/bin/wire_fuzzer <that file>
+set -euo pipefail
+
+if [ $# -ne 2 ] || ! [[ $2 =~ ^[0-9]+$ ]] || [ "$2" -eq 0 ]; then
+  echo "usage: $0 <build-dir> <seconds>" >&2
+  exit 2
+fi
+tree=$(cd "$1" && pwd)
+seconds=$2
+
+cmake --build "$tree" --target wire_fuzzer wire_fuzz_corpus >/dev/null
+fuzzer=$tree/bin/wire_fuzzer
+work=$tree/fuzz
+rm -rf "$work/seed" "$work/artifacts"
+mkdir -p "$work/corpus" "$work/artifacts"
+"$tree/bin/wire_fuzz_corpus" "$work/seed"
+
+export ASAN_OPTIONS=${ASAN_OPTIONS:-detect_leaks=1:abort_on_error=0}
+export UBSAN_OPTIONS=${UBSAN_OPTIONS:-halt_on_error=1:print_stacktrace=1}
+
+# max_len covers a 4096-byte payload with the longest headers in IPv6 framing.
+status=0
+"$fuzzer" -max_total_time="$seconds" -max_len=4300 -timeout=10 -rss_limit_mb=2048 \
+  -print_final_stats=1 -artifact_prefix="$work/artifacts/" \
+  "$work/corpus" "$work/seed" > "$work/last_run.log" 2>&1 || status=$?
+tail -n 25 "$work/last_run.log"
+
+findings=$(find "$work/artifacts" -type f | wc -l)
+if [ "$status" -ne 0 ] || [ "$findings" -ne 0 ]; then
+  echo "run_fuzz.sh: FAILED (exit $status, $findings finding(s) in $work/artifacts; full log $work/last_run.log)" >&2
+  exit 1
+fi
+echo "run_fuzz.sh: no findings in ${seconds}s ($(find "$work/corpus" -type f | wc -l) inputs in corpus)"

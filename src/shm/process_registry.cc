@@ -148,10 +148,14 @@ void detach_process(Segment& seg, OwnerId self) {
 
 namespace {
 
+// `now` may predate `since`: another process buried the object after this
+// sweep read the clock.
+bool grace_over(uint64_t since, uint64_t now) { return now >= since && now - since >= kReclaimGraceNs; }
+
 template <class Obj>
 bool past_grace(Obj& o, uint64_t now) {
   return o.slot_state.load(std::memory_order_acquire) == static_cast<uint32_t>(SlotState::kDead) &&
-         now - o.dead_since_ns >= kReclaimGraceNs;
+         grace_over(o.dead_since_ns, now);
 }
 
 uint64_t recv_ring_bytes(const RecvQueue& rq) { return static_cast<uint64_t>(rq.capacity) * rq.stride; }
@@ -171,9 +175,11 @@ void release_slot(Segment& seg, Obj& o, Offset ring, uint64_t bytes) {
 void reclaim_processes(Segment& seg, uint64_t now) {
   for (uint32_t i = 0; i < kMaxProcesses; ++i) {
     ProcessSlot& p = seg.process(i);
-    if (p.state.load(std::memory_order_acquire) == static_cast<uint32_t>(SlotState::kDead) &&
-        now - p.dead_since_ns >= kReclaimGraceNs)
-      p.state.store(static_cast<uint32_t>(SlotState::kFree), std::memory_order_release);
+    uint32_t dead = static_cast<uint32_t>(SlotState::kDead);
+    // A CAS: since we looked, another sweeper may have freed the slot and a
+    // newcomer taken it.
+    if (p.state.load(std::memory_order_acquire) == dead && grace_over(p.dead_since_ns, now))
+      p.state.compare_exchange_strong(dead, static_cast<uint32_t>(SlotState::kFree), std::memory_order_acq_rel);
   }
 }
 
@@ -183,14 +189,20 @@ void sweep(Segment& seg) {
   const uint64_t now = now_ns();
   for (uint32_t i = 0; i < kMaxProcesses; ++i) {
     ProcessSlot& p = seg.process(i);
+    if (p.state.load(std::memory_order_acquire) != static_cast<uint32_t>(SlotState::kLive)) continue;
     const OwnerId who{i, p.generation};
-    if (p.state.load(std::memory_order_acquire) == static_cast<uint32_t>(SlotState::kLive) &&
-        !process_alive(seg, who)) {
-      SV_LOG(kInfo, "process %d (slot %u) died; reclaiming its objects", p.pid, i);
-      retire_objects_of(seg, who);
-      p.dead_since_ns = now;
-      p.state.store(static_cast<uint32_t>(SlotState::kDead), std::memory_order_release);
-    }
+    if (process_alive(seg, who)) continue;
+    // Bury it under the control lock, which attach_process holds to reuse a
+    // slot: other sweepers may have buried it and a newcomer taken the slot
+    // since we looked, and the newcomer must not be buried in its place.
+    ControlLock lock(seg);
+    if (p.state.load(std::memory_order_acquire) != static_cast<uint32_t>(SlotState::kLive) ||
+        p.generation != who.generation || process_alive(seg, who))
+      continue;
+    SV_LOG(kInfo, "process %d (slot %u) died; reclaiming its objects", p.pid, i);
+    retire_objects_of(seg, who);
+    p.dead_since_ns = now_ns();
+    p.state.store(static_cast<uint32_t>(SlotState::kDead), std::memory_order_release);
   }
   // Tables are only walked when something waits for phase 2, so an idle
   // device's sweep touches the process table alone.

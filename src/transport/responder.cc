@@ -159,9 +159,13 @@ Response Responder::fail(RespError e) {
     }
     st_.psn_nak_sent = 1;
   }
-  if (fx.recv_status >= 0 && st_.recv_valid)
-    complete_recv(fx.recv_status, 0, false, req_.kind == ReqKind::kSend ? IBV_WC_RECV : IBV_WC_RECV_RDMA_WITH_IMM);
-  st_.in_message = 0;
+  // A packet ahead of the expected PSN leaves the message in progress as it
+  // is: the requester resends from the expected PSN, mid-message (IBA 9.7.5.2.1).
+  if (e != RespError::kPsnAhead) {
+    if (fx.recv_status >= 0 && st_.recv_valid)
+      complete_recv(fx.recv_status, 0, false, req_.kind == ReqKind::kSend ? IBV_WC_RECV : IBV_WC_RECV_RDMA_WITH_IMM);
+    st_.in_message = 0;
+  }
   if (fx.qp_error) {
     qp_.state.store(IBV_QPS_ERR, std::memory_order_release);
     uint64_t bits = kQpFlushRequest;

@@ -347,6 +347,32 @@ TEST_F(ResponderTest, MultiPacketSendFollowsOpcodeSequence) {
   EXPECT_EQ(resp.nak, NakCode::kInvalidRequest);
 }
 
+// A loss inside a message: the packet after the gap is NAKed, and the resent
+// middle packet continues the same message rather than breaking its sequence.
+TEST_F(ResponderTest, PacketLostMidMessageResumesTheMessage) {
+  post_recv(1, 0, 64);
+  Request first = base(ReqKind::kSend, 100);
+  first.last = false;
+  EXPECT_EQ(send(first, "abc").kind, Response::Kind::kAck);
+  Request mid = base(ReqKind::kSend, 101);
+  mid.first = false;
+  mid.last = false;
+  Request last = base(ReqKind::kSend, 102);
+  last.first = false;
+  Response nak = send(last, "g");  // 101 was lost
+  EXPECT_EQ(nak.kind, Response::Kind::kNak);
+  EXPECT_EQ(nak.nak, NakCode::kPsnSequenceError);
+  shm::Cqe c;
+  EXPECT_FALSE(pop(&c)) << "the receive must stay open";
+  EXPECT_EQ(send(mid, "def").kind, Response::Kind::kAck);
+  EXPECT_EQ(send(last, "g").kind, Response::Kind::kAck);
+  ASSERT_TRUE(pop(&c));
+  EXPECT_EQ(c.status, IBV_WC_SUCCESS);
+  EXPECT_EQ(c.byte_len, 7u);
+  EXPECT_EQ(std::memcmp(mem_.data(), "abcdefg", 7), 0);
+  EXPECT_EQ(qp_state(), IBV_QPS_RTS);
+}
+
 TEST_F(ResponderTest, NotReadyOrWrongPeerIsDropped) {
   seg_->qp(kQpSlot).state.store(IBV_QPS_INIT);
   EXPECT_EQ(send(base(ReqKind::kSend, 100), "x").kind, Response::Kind::kDrop);

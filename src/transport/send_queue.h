@@ -48,6 +48,9 @@ class SendQueue {
     return storage_ != nullptr;
   }
   SendWqe& at(uint64_t index) { return *reinterpret_cast<SendWqe*>(&storage_[(index & (capacity_ - 1)) * stride_]); }
+  const SendWqe& at(uint64_t index) const {
+    return *reinterpret_cast<const SendWqe*>(&storage_[(index & (capacity_ - 1)) * stride_]);
+  }
   bool full() const { return posted - done >= max_wr_; }
   uint32_t max_wr() const { return max_wr_; }
 

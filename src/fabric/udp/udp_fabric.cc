@@ -96,9 +96,13 @@ Status UdpFabric::start(UdpHost& host, const std::vector<wire::Gid>& gids, uint1
       setsockopt(ep.fd, IPPROTO_IPV6, IPV6_V6ONLY, &on, sizeof on);
     }
     // Bursts of a window of requests arrive at once: room for them.
+    // net.core.rmem_max caps SO_RCVBUF (200 KiB by default); with
+    // CAP_NET_ADMIN the FORCE variants pass the cap.
     int buf = 4 << 20;
-    setsockopt(ep.fd, SOL_SOCKET, SO_RCVBUF, &buf, sizeof buf);
-    setsockopt(ep.fd, SOL_SOCKET, SO_SNDBUF, &buf, sizeof buf);
+    if (setsockopt(ep.fd, SOL_SOCKET, SO_RCVBUFFORCE, &buf, sizeof buf) != 0)
+      setsockopt(ep.fd, SOL_SOCKET, SO_RCVBUF, &buf, sizeof buf);
+    if (setsockopt(ep.fd, SOL_SOCKET, SO_SNDBUFFORCE, &buf, sizeof buf) != 0)
+      setsockopt(ep.fd, SOL_SOCKET, SO_SNDBUF, &buf, sizeof buf);
     sockaddr_storage sa;
     const socklen_t len = to_sockaddr(gid, port, &sa);
     if (bind(ep.fd, reinterpret_cast<sockaddr*>(&sa), len) != 0) {

@@ -33,11 +33,25 @@ Opcode rc_opcode(ReqKind kind, bool first, bool last, bool imm) {
 // a loss is noticed before the last packet.
 constexpr uint32_t kAckEvery = 32;
 
+// Packets one QP keeps unacknowledged. A burst beyond what the peer's socket
+// buffer holds is dropped by its kernel, and each drop costs a NAK or a
+// timeout and a go-back-N resend of everything behind it.
+constexpr int32_t kWindowPackets = 512;
+
 }  // namespace
 
 bool UdpFabric::can_transmit(const transport::SendSide& s, const transport::SendWqe& w) {
   const transport::WrOpcodeInfo* op = transport::wr_opcode(w.opcode);
-  if (op == nullptr || !op->reads_remote) return true;
+  if (op == nullptr) return true;
+  if (s.sq.done != s.sq.next) {
+    // A resent WQE has its PSNs already; a new one starts at the next PSN.
+    const uint32_t next_psn = w.packets != 0 ? w.psn : s.sq_psn;
+    const int32_t outstanding = wire::psn_diff(wire::Psn(next_psn), wire::Psn(s.sq.at(s.sq.done).psn));
+    const uint64_t mtu = mtu_bytes(s.path_mtu);
+    const int64_t packets = op->reads_remote ? 1 : static_cast<int64_t>((w.length + mtu - 1) / mtu);
+    if (outstanding + packets > kWindowPackets) return false;
+  }
+  if (!op->reads_remote) return true;
   // IBA 9.5 / C9-…: at most max_rd_atomic READs and atomics outstanding.
   return transport::reads_in_flight(s) < std::max<uint32_t>(1, s.max_rd_atomic);
 }

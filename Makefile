@@ -6,7 +6,7 @@ JOBS       ?= $(shell nproc)
 CMAKE_ARGS ?=
 CTEST_ARGS ?=
 
-.PHONY: all deps build demo check check-fast check-sanitize check-asan check-tsan clean
+.PHONY: all deps build demo check check-fast check-sanitize check-asan check-tsan check-fuzz clean
 
 all: build
 
@@ -22,8 +22,10 @@ build: deps $(BUILD)/build.ninja
 demo: build
 	$(BUILD)/bin/softverbs demo
 
-# Unit, integration and conformance tests, then the sanitizer runs.
-check: check-fast check-sanitize
+# Unit, integration and conformance tests, then the sanitizer and fuzzer runs.
+FUZZ_SECONDS ?= 60
+
+check: check-fast check-sanitize check-fuzz
 
 check-fast: build
 	ctest --test-dir $(BUILD) --output-on-failure --timeout 300 -j 2 $(CTEST_ARGS)
@@ -42,5 +44,11 @@ check-tsan: deps
 	cmake --build $(BUILD)-tsan -j $(JOBS)
 	ctest --test-dir $(BUILD)-tsan --output-on-failure --timeout 600 -L sanitize $(CTEST_ARGS)
 
+# The wire parser under libFuzzer (clang), for a bounded time; findings fail.
+check-fuzz: deps
+	CC=clang-14 CXX=clang++-14 cmake -S . -B $(BUILD)-fuzz -G Ninja -DCMAKE_BUILD_TYPE=RelWithDebInfo \
+	      -DSOFTVERBS_WERROR=ON -DSOFTVERBS_FUZZ=ON -DSOFTVERBS_TESTS_ONLY=ON $(CMAKE_ARGS)
+	tests/fuzz/run_fuzz.sh $(BUILD)-fuzz $(FUZZ_SECONDS)
+
 clean:
-	rm -rf $(BUILD) $(BUILD)-asan $(BUILD)-tsan
+	rm -rf $(BUILD) $(BUILD)-asan $(BUILD)-tsan $(BUILD)-fuzz

@@ -1,0 +1,65 @@
+#!/usr/bin/env bash
+# Debian's perftest, unmodified, on the host device softverbs0 through our
+# libibverbs.so.1: server and client on localhost, both exit 0, and every
+# result row the client prints has a non-zero figure.
+#   perftest.sh <dir of libibverbs.so.1> <tool> [perftest options...]
+# The options go to both ends as given: the caller chooses the count (-n) or
+# the duration (-D).
+set -euo pipefail
+lib=$1
+tool=$2
+shift 2
+export LD_LIBRARY_PATH=$lib
+export SOFTVERBS_DEVICE_PATH=/dev/shm/softverbs-conf-pt-$tool-$$
+work=$(mktemp -d)
+server=
+cleanup() {
+  if [ -n "$server" ]; then
+    # timeout forwards TERM to the tool; KILL only if that did not end it.
+    kill -TERM "$server" 2>/dev/null || true
+    for _ in $(seq 20); do kill -0 "$server" 2>/dev/null || break; sleep 0.1; done
+    kill -KILL "$server" 2>/dev/null || true
+    wait "$server" 2>/dev/null || true
+  fi
+  rm -f "$SOFTVERBS_DEVICE_PATH"
+  rm -rf "$work"
+}
+trap cleanup EXIT
+fail() { echo "FAIL: $tool $*" >&2; exit 1; }
+
+command -v "$tool" >/dev/null || { echo "SKIP: $tool is not installed (Debian package perftest)"; exit 77; }
+
+# A TCP port for the rendezvous that nothing listens on.
+port=$(( 30000 + $$ % 15000 ))
+while [ -n "$(ss -Hltn "( sport = :$port )" 2>/dev/null)" ]; do port=$((port + 1)); done
+common=(-d softverbs0 -p "$port" "$@")
+
+timeout 120 "$tool" "${common[@]}" >"$work/server.out" 2>&1 &
+server=$!
+# perftest's client does not retry the TCP connect: retry until the server
+# listens, but never rerun a client that got further than that.
+rc=0
+for _ in $(seq 100); do
+  rc=0
+  timeout 120 "$tool" "${common[@]}" localhost >"$work/client.out" 2>&1 || rc=$?
+  if [ $rc -ne 0 ] && grep -q "Couldn't connect" "$work/client.out" && kill -0 "$server" 2>/dev/null; then
+    sleep 0.1
+  else
+    break
+  fi
+done
+srv=0
+wait "$server" || srv=$?
+server=
+cat "$work/client.out"
+if [ $rc -ne 0 ] || [ $srv -ne 0 ]; then
+  echo "--- server"; cat "$work/server.out"
+  fail "$*: client exited $rc, server $srv"
+fi
+# The result rows follow the "#bytes" header up to the closing dashes: size,
+# iterations, then figures, of which at least one is non-zero in every row.
+rows=$(awk '/#bytes/ {on = 1; next} on && /^[[:space:]]*-+[[:space:]]*$/ {exit} on && NF {print}' "$work/client.out")
+[ -n "$rows" ] || fail "$*: no result row"
+awk '{ found = 0; for (i = 3; i <= NF; ++i) if ($i + 0 > 0) found = 1; if (!found) { print "zero row: " $0; bad = 1 } }
+     END { exit bad }' <<<"$rows" || fail "$*: a result row whose figures are all zero"
+echo "PASS: $tool $* ($(wc -l <<<"$rows") result rows)"

@@ -18,7 +18,8 @@ fi
 tree=$(cd "$1" && pwd)
 seconds=$2
 
-cmake --build "$tree" --target wire_fuzzer wire_fuzz_corpus >/dev/null
+cmake --build "$tree" --target wire_fuzzer wire_fuzz_corpus > "$tree/fuzz-build.log" 2>&1 ||
+  { cat "$tree/fuzz-build.log"; echo "run_fuzz.sh: the fuzzer does not build" >&2; exit 1; }
 fuzzer=$tree/bin/wire_fuzzer
 work=$tree/fuzz
 rm -rf "$work/seed" "$work/artifacts"

@@ -31,9 +31,18 @@ bool parse_addr(const std::string& text, wire::Gid* out) {
 
 }  // namespace
 
-PortConfig parse_port_config(const char* roce_addr, const char* roce_port, const char* roce_mtu) {
+PortConfig parse_port_config(const char* roce_addr, const char* roce_port, const char* roce_mtu,
+                             const char* faults) {
   PortConfig c;
   c.device_name = "softverbs0";
+  if (faults != nullptr && *faults != '\0') {
+    fault::FaultConfigParse f = fault::parse_fault_config(faults);
+    if (!f.ok()) {
+      c.error = "SOFTVERBS_FAULTS: " + f.error;
+      return c;
+    }
+    c.faults = f.config;
+  }
   if (roce_addr == nullptr || *roce_addr == '\0') return c;
   c.roce = true;
   c.device_name = "softverbs_roce0";
@@ -79,7 +88,7 @@ PortConfig parse_port_config(const char* roce_addr, const char* roce_port, const
 const PortConfig& port_config() {
   static const PortConfig config = [] {
     PortConfig c = parse_port_config(std::getenv("SOFTVERBS_ROCE_ADDR"), std::getenv("SOFTVERBS_ROCE_PORT"),
-                                     std::getenv("SOFTVERBS_ROCE_MTU"));
+                                     std::getenv("SOFTVERBS_ROCE_MTU"), std::getenv("SOFTVERBS_FAULTS"));
     if (!c.error.empty()) SV_LOG(kError, "%s", c.error.c_str());
     return c;
   }();

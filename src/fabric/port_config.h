@@ -7,6 +7,9 @@
 //   SOFTVERBS_ROCE_PORT=4791     the UDP port (tests use others)
 //   SOFTVERBS_ROCE_MTU=1024      the port's active MTU: 256..4096 (default 1024,
 //                                what a 1500-byte Ethernet MTU carries)
+//   SOFTVERBS_FAULTS=loss=0.01,dup=0.01,reorder=0.01:8,corrupt=0.001,seed=7
+//                                a misbehaving network between this process's
+//                                UDP sends and the wire (fabric/fault/fault_config.h)
 // Unset: the InfiniBand-link host device softverbs0.
 //
 // Processes that share a device must agree on these; the default segment of
@@ -20,6 +23,7 @@
 #include <string>
 #include <vector>
 
+#include "fabric/fault/fault_config.h"
 #include "wire/roce_udp.h"
 
 namespace softverbs::fabric {
@@ -31,13 +35,15 @@ struct PortConfig {
   std::vector<std::string> addrs;  // the addresses as written
   uint16_t udp_port = wire::kRoceV2Port;
   ibv_mtu mtu = IBV_MTU_4096;
+  fault::FaultConfig faults;       // what the UDP fabric does to its datagrams
   std::string error;               // non-empty: the environment is invalid (logged; no device)
 };
 
 // Parsed once; thread-safe.
 const PortConfig& port_config();
 // Parses a configuration (exposed for tests).
-PortConfig parse_port_config(const char* roce_addr, const char* roce_port, const char* roce_mtu);
+PortConfig parse_port_config(const char* roce_addr, const char* roce_port, const char* roce_mtu,
+                             const char* faults = nullptr);
 
 // SOFTVERBS_DEVICE_PATH, or the default segment of the configured device.
 std::string device_segment_path();

@@ -77,6 +77,12 @@ struct PortCounters {
   std::atomic<uint64_t> malformed_packets;  // dropped: headers that do not parse
   std::atomic<uint64_t> unknown_qp_packets; // dropped: no QP of ours has that number
   std::atomic<uint64_t> send_errors;        // the socket refused a datagram (counted as lost)
+  // What SOFTVERBS_FAULTS did to the datagrams we sent.
+  std::atomic<uint64_t> faults_dropped;
+  std::atomic<uint64_t> faults_duplicated;
+  std::atomic<uint64_t> faults_reordered;
+  std::atomic<uint64_t> faults_corrupted;
+  std::atomic<uint64_t> faults_delayed;
 };
 
 struct alignas(64) ProcessSlot {

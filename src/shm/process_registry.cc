@@ -106,6 +106,11 @@ void fold_counters(Segment& seg, OwnerId who) {
   fold(from.malformed_packets, to.malformed_packets);
   fold(from.unknown_qp_packets, to.unknown_qp_packets);
   fold(from.send_errors, to.send_errors);
+  fold(from.faults_dropped, to.faults_dropped);
+  fold(from.faults_duplicated, to.faults_duplicated);
+  fold(from.faults_reordered, to.faults_reordered);
+  fold(from.faults_corrupted, to.faults_corrupted);
+  fold(from.faults_delayed, to.faults_delayed);
 }
 
 }  // namespace

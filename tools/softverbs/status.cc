@@ -69,7 +69,12 @@ json snapshot(shm::Segment& seg) {
         {"icrc_errors", &c.icrc_errors},
         {"malformed_packets", &c.malformed_packets},
         {"unknown_qp_packets", &c.unknown_qp_packets},
-        {"send_errors", &c.send_errors}};
+        {"send_errors", &c.send_errors},
+        {"faults_dropped", &c.faults_dropped},
+        {"faults_duplicated", &c.faults_duplicated},
+        {"faults_reordered", &c.faults_reordered},
+        {"faults_corrupted", &c.faults_corrupted},
+        {"faults_delayed", &c.faults_delayed}};
     for (const auto& [name, v] : fields) counters[name] = counters.value(name, uint64_t{0}) + v->load();
   };
   add(h.port);

@@ -41,7 +41,7 @@ uint64_t FaultInjector::below(uint64_t n) {
 }
 
 void FaultInjector::submit_faulty(std::span<const uint8_t> datagram, Clock::time_point now,
-                                  Sink& sink) {
+                                  Sink& sink, uint64_t tag) {
   bump(counters_.submitted);
   ++submits_;
   if (chance(config_.loss)) {
@@ -60,10 +60,10 @@ void FaultInjector::submit_faulty(std::span<const uint8_t> datagram, Clock::time
       }
     }
     const bool twice = chance(config_.duplicate);
-    place(out, now, sink);
+    place(out, now, sink, tag);
     if (twice) {
       bump(counters_.duplicated);
-      place(out, now, sink);
+      place(out, now, sink, tag);
     }
   }
   // Reorder holds count datagrams, not time: those whose window has passed
@@ -79,10 +79,10 @@ void FaultInjector::submit_faulty(std::span<const uint8_t> datagram, Clock::time
   }
 }
 
-void FaultInjector::place(std::span<const uint8_t> datagram, Clock::time_point now, Sink& sink) {
+void FaultInjector::place(std::span<const uint8_t> datagram, Clock::time_point now, Sink& sink, uint64_t tag) {
   if (chance(config_.reorder)) {
     const uint64_t after = submits_ + 1 + below(config_.reorder_window);
-    if (hold(datagram, now + config_.hold, after)) {
+    if (hold(datagram, now + config_.hold, after, tag)) {
       bump(counters_.reordered);
       return;
     }
@@ -91,28 +91,28 @@ void FaultInjector::place(std::span<const uint8_t> datagram, Clock::time_point n
     const int64_t j = config_.jitter.count();
     if (j > 0) d += static_cast<int64_t>(below(2 * static_cast<uint64_t>(j) + 1)) - j;
     if (d > 0) {
-      if (hold(datagram, now + std::chrono::nanoseconds(d), 0)) {
+      if (hold(datagram, now + std::chrono::nanoseconds(d), 0, tag)) {
         bump(counters_.delayed);
         return;
       }
     } else {
       bump(counters_.sent);
-      sink.send(datagram);
+      sink.send(datagram, tag);
       return;
     }
   } else {
     bump(counters_.sent);
-    sink.send(datagram);
+    sink.send(datagram, tag);
     return;
   }
   // hold() found no room: late is better than lost, and the count says so.
   bump(counters_.overflow);
   bump(counters_.sent);
-  sink.send(datagram);
+  sink.send(datagram, tag);
 }
 
 bool FaultInjector::hold(std::span<const uint8_t> datagram, Clock::time_point due,
-                         uint64_t release_after) {
+                         uint64_t release_after, uint64_t tag) {
   if (used_ == slots_.size() || datagram.size() > config_.max_datagram) return false;
   // Any free slot will do: the order of release comes from (due, order).
   size_t i = 0;
@@ -123,6 +123,7 @@ bool FaultInjector::hold(std::span<const uint8_t> datagram, Clock::time_point du
   s.order = orders_++;
   s.release_after = release_after;
   s.length = static_cast<uint32_t>(datagram.size());
+  s.tag = tag;
   if (!datagram.empty())
     std::memcpy(storage_.data() + i * config_.max_datagram, datagram.data(), datagram.size());
   ++used_;
@@ -149,7 +150,7 @@ void FaultInjector::release_slot(size_t i, Sink& sink) {
   s.busy = false;
   --used_;
   bump(counters_.sent);
-  sink.send({storage_.data() + i * config_.max_datagram, s.length});
+  sink.send({storage_.data() + i * config_.max_datagram, s.length}, s.tag);
 }
 
 void FaultInjector::refresh_next() {

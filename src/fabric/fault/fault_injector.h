@@ -50,11 +50,13 @@ namespace softverbs::fabric::fault {
 using Clock = std::chrono::steady_clock;
 
 // Where datagrams go when they really leave (a socket send, a test vector).
+// `tag` is what the caller submitted with the datagram (e.g. where it goes:
+// the bytes may be corrupted, the tag never is).
 // REQUIRES: send() does not call back into the injector that called it.
 class Sink {
  public:
   virtual ~Sink() = default;
-  virtual void send(std::span<const uint8_t> datagram) = 0;
+  virtual void send(std::span<const uint8_t> datagram, uint64_t tag) = 0;
 };
 
 // Plain atomics so a status tool can read them while the fabric runs. Only
@@ -78,14 +80,14 @@ class FaultInjector {
 
   // One datagram the fabric wants sent at `now`. REQUIRES: `now` does not go
   // backwards from call to call.
-  void submit(std::span<const uint8_t> datagram, Clock::time_point now, Sink& sink) {
+  void submit(std::span<const uint8_t> datagram, Clock::time_point now, Sink& sink, uint64_t tag = 0) {
     if (!active_) {
       bump(counters_.submitted);
       bump(counters_.sent);
-      sink.send(datagram);
+      sink.send(datagram, tag);
       return;
     }
-    submit_faulty(datagram, now, sink);
+    submit_faulty(datagram, now, sink, tag);
   }
 
   // When release_due() next has something to send; nullopt if nothing is held.
@@ -107,6 +109,7 @@ class FaultInjector {
     uint64_t order = 0;         // hold order: FIFO among equal due times
     uint64_t release_after = 0; // reorder: leave once `submits_` reaches it (0: timed only)
     uint32_t length = 0;
+    uint64_t tag = 0;
     bool busy = false;
   };
 
@@ -115,9 +118,9 @@ class FaultInjector {
     c.store(c.load(std::memory_order_relaxed) + 1, std::memory_order_relaxed);
   }
 
-  void submit_faulty(std::span<const uint8_t> datagram, Clock::time_point now, Sink& sink);
-  void place(std::span<const uint8_t> datagram, Clock::time_point now, Sink& sink);
-  bool hold(std::span<const uint8_t> datagram, Clock::time_point due, uint64_t release_after);
+  void submit_faulty(std::span<const uint8_t> datagram, Clock::time_point now, Sink& sink, uint64_t tag);
+  void place(std::span<const uint8_t> datagram, Clock::time_point now, Sink& sink, uint64_t tag);
+  bool hold(std::span<const uint8_t> datagram, Clock::time_point due, uint64_t release_after, uint64_t tag);
   void release_slot(size_t i, Sink& sink);
   // Index of the held slot that leaves first among those `ready`, or npos.
   template <class Ready>

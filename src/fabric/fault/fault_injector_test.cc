@@ -22,11 +22,12 @@ struct Recorder : Sink {
     std::vector<uint8_t> bytes;
     Clock::time_point at;
     const uint8_t* data;  // where the bytes were, to tell forward from copy
+    uint64_t tag;
   };
   std::vector<Out> out;
   Clock::time_point now;
-  void send(std::span<const uint8_t> d) override {
-    out.push_back({std::vector<uint8_t>(d.begin(), d.end()), now, d.data()});
+  void send(std::span<const uint8_t> d, uint64_t tag) override {
+    out.push_back({std::vector<uint8_t>(d.begin(), d.end()), now, d.data(), tag});
   }
 };
 
@@ -60,7 +61,7 @@ std::vector<Recorder::Out> run(FaultInjector& fi, uint32_t n, nanoseconds step =
     r.now = t;
     fi.release_due(t, r);
     const std::vector<uint8_t> d = datagram(id);
-    fi.submit(d, t, r);
+    fi.submit(d, t, r, uint64_t{id} + 1000);
     t += step;
   }
   while (std::optional<Clock::time_point> due = fi.next_deadline()) {
@@ -90,6 +91,27 @@ TEST(FaultInjector, InactiveForwardsTheCallersBytesAndHoldsNothing) {
   EXPECT_EQ(fi.counters().submitted, 100u);
   EXPECT_EQ(fi.counters().sent, 100u);
   expect_balanced(fi);
+}
+
+// The tag says where a datagram goes; it must stay with the datagram through
+// every hold, duplication and corruption (which alter the bytes, never it).
+TEST(FaultInjector, TagTravelsWithEveryCopy) {
+  FaultInjector fi(config("dup=0.3,reorder=0.3:5,corrupt=0.3,delay=20us,jitter=20us,seed=9"));
+  const std::vector<Recorder::Out> out = run(fi, 500);
+  ASSERT_GT(out.size(), 500u);
+  size_t corrupted = 0;
+  for (const Recorder::Out& o : out) {
+    const uint32_t id = static_cast<uint32_t>(o.tag - 1000);
+    ASSERT_LT(id, 500u);
+    const std::vector<uint8_t> sent = datagram(id);
+    ASSERT_EQ(o.bytes.size(), sent.size()) << "tag " << o.tag << " on another datagram";
+    int flipped = 0;
+    for (size_t i = 0; i < sent.size(); ++i) flipped += __builtin_popcount(o.bytes[i] ^ sent[i]);
+    ASSERT_LE(flipped, 1) << "tag " << o.tag << " on another datagram";
+    corrupted += flipped;
+  }
+  EXPECT_GT(corrupted, 0u);
+  EXPECT_GT(fi.counters().reordered.load(), 0u);
 }
 
 TEST(FaultInjector, SameSeedSameOutputDifferentSeedDifferentOutput) {

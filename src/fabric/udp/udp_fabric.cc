@@ -10,6 +10,7 @@
 #include <cstring>
 #include <memory>
 
+#include "fabric/port_config.h"
 #include "transport/responder.h"
 #include "util/log.h"
 #include "wire/icrc.h"
@@ -121,6 +122,14 @@ Status UdpFabric::start(UdpHost& host, const std::vector<wire::Gid>& gids, uint1
   host_ = &host;
   dst_port_ = port;
   endpoints_ = std::move(eps);
+  if (port_config().faults.active()) {
+    faults_ = std::make_unique<FaultLink>(
+        port_config().faults,
+        [this](size_t e, const wire::Gid& to, std::span<const uint8_t> d) { send_raw(endpoints_[e], to, d); },
+        host.notifier().port_counters());
+    faults_->start();
+    SV_LOG(kInfo, "RoCE: faults on the wire: %s", fault::format_fault_config(port_config().faults).c_str());
+  }
   for (size_t i = 0; i < endpoints_.size(); ++i) std::thread([this, i] { receive_loop(i); }).detach();
   started_ = true;
   return Status::ok();
@@ -199,6 +208,14 @@ void UdpFabric::send(const Endpoint& ep, const wire::Gid& to, std::span<uint8_t>
     return;
   }
   store_le32(ib.data() + ib.size() - wire::kIcrcBytes, *crc);
+  if (faults_ != nullptr)
+    faults_->send(static_cast<size_t>(&ep - endpoints_.data()), to, ib);
+  else
+    send_raw(ep, to, ib);
+}
+
+void UdpFabric::send_raw(const Endpoint& ep, const wire::Gid& to, std::span<const uint8_t> ib) {
+  shm::PortCounters& c = host_->notifier().port_counters();
   sockaddr_storage sa;
   const socklen_t len = to_sockaddr(to, dst_port_, &sa);
   // A full socket buffer or an unreachable peer is a lost packet: the

@@ -27,6 +27,7 @@
 #include <vector>
 
 #include "fabric/fabric.h"
+#include "fabric/udp/fault_link.h"
 #include "fabric/udp/udp_host.h"
 #include "wire/packet.h"
 #include "wire/roce_udp.h"
@@ -64,8 +65,10 @@ class UdpFabric final : public Fabric {
   void on_request(const Endpoint& ep, const Peer& from, uint32_t qp_slot, const wire::PacketView& v);
   void on_response(const Peer& from, uint32_t qp_slot, const wire::PacketView& v);
 
-  // Fills in the ICRC of `ib` (BTH .. ICRC slot) and sends it to `to`.
+  // Fills in the ICRC of `ib` (BTH .. ICRC slot) and sends it to `to`,
+  // through the FaultLink when there is one.
   void send(const Endpoint& ep, const wire::Gid& to, std::span<uint8_t> ib);
+  void send_raw(const Endpoint& ep, const wire::Gid& to, std::span<const uint8_t> datagram);
   bool icrc_ok(const Endpoint& ep, const Peer& from, std::span<const uint8_t> ib) const;
   const Endpoint* endpoint_for(uint8_t sgid_index) const;
 
@@ -74,6 +77,7 @@ class UdpFabric final : public Fabric {
   UdpHost* host_ = nullptr;
   std::vector<Endpoint> endpoints_;
   uint16_t dst_port_ = wire::kRoceV2Port;
+  std::unique_ptr<FaultLink> faults_;  // SOFTVERBS_FAULTS only
 };
 
 UdpFabric& udp_fabric();

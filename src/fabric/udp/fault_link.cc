@@ -1,0 +1,82 @@
+#include "fabric/udp/fault_link.h"
+
+#include <sys/prctl.h>
+
+#include <algorithm>
+#include <cstring>
+#include <thread>
+
+namespace softverbs::fabric::udp {
+
+// The tag of a datagram: which endpoint sends it, and to which peer.
+class FaultLink::Out final : public fault::Sink {
+ public:
+  explicit Out(FaultLink& link) : link_(link) {}
+  static uint64_t tag(size_t endpoint, size_t peer) { return (uint64_t{endpoint} << 32) | peer; }
+  void send(std::span<const uint8_t> datagram, uint64_t tag) override {
+    const size_t peer = static_cast<uint32_t>(tag);
+    if (peer >= link_.peer_count_) return;  // cannot happen: tags come from peer_index
+    link_.raw_(static_cast<size_t>(tag >> 32), link_.peers_[peer], datagram);
+  }
+
+ private:
+  FaultLink& link_;
+};
+
+FaultLink::FaultLink(const fault::FaultConfig& config, RawSend raw, shm::PortCounters& counters)
+    : raw_(std::move(raw)), counters_(counters), injector_(config) {}
+
+void FaultLink::start() {
+  std::thread([this] { release_loop(); }).detach();  // lives as long as the fabric: the process
+}
+
+size_t FaultLink::peer_index(const wire::Gid& to) {
+  for (size_t i = 0; i < peer_count_; ++i)
+    if (peers_[i] == to) return i;
+  if (peer_count_ == kMaxPeers) return kMaxPeers;
+  peers_[peer_count_] = to;
+  return peer_count_++;
+}
+
+void FaultLink::send(size_t endpoint, const wire::Gid& to, std::span<const uint8_t> datagram) {
+  std::unique_lock lock(mu_);
+  const size_t peer = peer_index(to);
+  if (peer == kMaxPeers) {
+    lock.unlock();
+    raw_(endpoint, to, datagram);  // more peers than a test has: this one sees a clean network
+    return;
+  }
+  Out out(*this);
+  const auto before = injector_.next_deadline();
+  injector_.submit(datagram, fault::Clock::now(), out, Out::tag(endpoint, peer));
+  mirror_counters();
+  const auto after = injector_.next_deadline();
+  lock.unlock();
+  if (after && (!before || *after < *before)) wake_.notify_one();
+}
+
+void FaultLink::release_loop() {
+  prctl(PR_SET_NAME, "softverbs-fault");
+  Out out(*this);
+  std::unique_lock lock(mu_);
+  for (;;) {
+    const auto due = injector_.next_deadline();
+    if (!due)
+      wake_.wait(lock);
+    else
+      wake_.wait_until(lock, *due);
+    injector_.release_due(fault::Clock::now(), out);
+    mirror_counters();
+  }
+}
+
+void FaultLink::mirror_counters() {
+  const fault::FaultCounters& f = injector_.counters();
+  counters_.faults_dropped.store(f.dropped.load(std::memory_order_relaxed), std::memory_order_relaxed);
+  counters_.faults_duplicated.store(f.duplicated.load(std::memory_order_relaxed), std::memory_order_relaxed);
+  counters_.faults_reordered.store(f.reordered.load(std::memory_order_relaxed), std::memory_order_relaxed);
+  counters_.faults_corrupted.store(f.corrupted.load(std::memory_order_relaxed), std::memory_order_relaxed);
+  counters_.faults_delayed.store(f.delayed.load(std::memory_order_relaxed), std::memory_order_relaxed);
+}
+
+}  // namespace softverbs::fabric::udp

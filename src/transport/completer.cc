@@ -107,6 +107,12 @@ bool on_result(SendSide& s, uint64_t index, const fabric::TransmitResult& r) {
     complete_in_error(s, index, r.local_status);
     return false;
   }
+  // IBA 9.8, 9.9: UC and UD have no acknowledgements: a WQE is done once its
+  // packets have left, whatever became of them.
+  if (s.qp_type != IBV_QPT_RC) {
+    complete_success(s, index);
+    return true;
+  }
   const Response& resp = r.response;
   switch (resp.kind) {
     case Response::Kind::kAck:

@@ -32,6 +32,10 @@ struct Request {
   uint64_t swap = 0;
   uint32_t imm = 0;         // network byte order
   uint32_t qkey = 0;        // DETH (UD)
+  // UD: the 40 bytes the receive buffer starts with (IBA 11.4.1.2: the GRH,
+  // or for RoCEv2 over IPv4 the IPv4 header in its last 20); with_grh: valid.
+  const uint8_t* grh = nullptr;
+  bool with_grh = false;
   IoList payload;           // this packet's payload bytes
   uint32_t packets = 1;     // PSNs the message consumes (READ: its responses)
 };

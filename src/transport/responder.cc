@@ -16,6 +16,7 @@ namespace softverbs::transport {
 namespace {
 
 constexpr uint32_t kPsnMask = wire::Psn::kMask;
+constexpr uint32_t kUdGrhBytes = 40;
 
 bool accepts_requests(uint8_t state) {
   // IBA 10.3.1: the receive side works in RTR and every later non-error state.
@@ -39,9 +40,11 @@ class Responder {
   }
   bool take_recv_wqe();
   Response receiver_not_ready();
-  std::optional<RespError> place_send_payload();
+  std::optional<RespError> place_send_payload(const IoList& data);
   bool complete_recv(int status, uint32_t byte_len, bool with_imm, ibv_wc_opcode opcode);
   Response on_send();
+  Response on_ud_send();
+  bool uc_in_sequence();
   Response on_write();
   Response on_read();
   Response on_atomic();
@@ -102,8 +105,8 @@ Response Responder::receiver_not_ready() {
 
 // Scatters this packet's payload across the receive WQE's SGEs, checking each
 // SGE's L_Key as it is reached.
-std::optional<RespError> Responder::place_send_payload() {
-  uint64_t len = req_.payload.bytes;
+std::optional<RespError> Responder::place_send_payload(const IoList& data) {
+  uint64_t len = data.bytes;
   uint64_t skip = st_.recv_offset;
   uint64_t src_off = 0;
   uint64_t capacity = 0;
@@ -120,12 +123,12 @@ std::optional<RespError> Responder::place_send_payload() {
     if (check_key(seg_, sge.lkey, false, qp_.owner, qp_.pd_id, sge.addr + skip, n, IBV_ACCESS_LOCAL_WRITE, &ref) !=
         KeyCheck::kOk)
       return RespError::kRecvLkey;
-    if (!mem_.write(*ref.mr, ref.va, req_.payload, src_off, n).is_ok()) return RespError::kTargetMemory;
+    if (!mem_.write(*ref.mr, ref.va, data, src_off, n).is_ok()) return RespError::kTargetMemory;
     src_off += n;
     len -= n;
     skip = 0;
   }
-  st_.recv_offset += static_cast<uint32_t>(req_.payload.bytes);
+  st_.recv_offset += static_cast<uint32_t>(data.bytes);
   return std::nullopt;
 }
 
@@ -144,6 +147,7 @@ bool Responder::complete_recv(int status, uint32_t byte_len, bool with_imm, ibv_
     cqe.wc_flags = IBV_WC_WITH_IMM;
     cqe.imm_data = req_.imm;
   }
+  if (qp_.qp_type == IBV_QPT_UD && req_.with_grh) cqe.wc_flags |= IBV_WC_GRH;
   st_.recv_valid = 0;
   return post_cqe(seg_, qp_.recv_cq, cqe, notifier_);
 }
@@ -165,6 +169,7 @@ Response Responder::fail(RespError e) {
     if (fx.recv_status >= 0 && st_.recv_valid)
       complete_recv(fx.recv_status, 0, false, req_.kind == ReqKind::kSend ? IBV_WC_RECV : IBV_WC_RECV_RDMA_WITH_IMM);
     st_.in_message = 0;
+    st_.recv_offset = 0;  // a receive WQE still held starts the next message afresh
   }
   if (fx.qp_error) {
     qp_.state.store(IBV_QPS_ERR, std::memory_order_release);
@@ -183,7 +188,7 @@ Response Responder::fail(RespError e) {
 Response Responder::on_send() {
   if (req_.first && !take_recv_wqe()) return receiver_not_ready();
   if (!st_.recv_valid) return fail(RespError::kOpcodeSequence);
-  if (std::optional<RespError> e = place_send_payload()) return fail(*e);
+  if (std::optional<RespError> e = place_send_payload(req_.payload)) return fail(*e);
   st_.in_message = !req_.last;
   st_.opcode_family = static_cast<uint32_t>(ReqKind::kSend);
   advance(req_.packets);
@@ -194,6 +199,38 @@ Response Responder::on_send() {
     qp_.counters.received_bytes.fetch_add(len, std::memory_order_relaxed);
     complete_recv(IBV_WC_SUCCESS, len, req_.has_imm, IBV_WC_RECV);
   }
+  return ack();
+}
+
+// UC (IBA 9.8.3): a gap in the PSNs loses the rest of the message in
+// progress; the next FIRST or ONLY starts afresh, in the receive WQE that
+// message had taken. Returns false for a packet to drop.
+bool Responder::uc_in_sequence() {
+  const bool continues_in_order = st_.in_message != 0 && req_.psn == st_.epsn;
+  if (!req_.first && continues_in_order) return true;
+  if (st_.in_message != 0) {  // lost its tail, or a new message began: it is gone
+    st_.in_message = 0;
+    st_.recv_offset = 0;
+  }
+  return req_.first;
+}
+
+// UD (IBA 11.4.1.2): one packet, into a receive WQE whose first 40 bytes
+// take the GRH; byte_len counts them. No WQE, or one too small: dropped.
+Response Responder::on_ud_send() {
+  if (!take_recv_wqe()) {
+    notifier_.port_counters().dropped_requests.fetch_add(1, std::memory_order_relaxed);
+    return Response{};
+  }
+  static constexpr uint8_t kNoGrh[kUdGrhBytes] = {};
+  const iovec grh_iov{const_cast<uint8_t*>(req_.grh != nullptr ? req_.grh : kNoGrh), kUdGrhBytes};
+  if (std::optional<RespError> e = place_send_payload(IoList{&grh_iov, 1, kUdGrhBytes})) return fail(*e);
+  if (std::optional<RespError> e = place_send_payload(req_.payload)) return fail(*e);
+  const uint32_t len = st_.recv_offset;
+  st_.recv_offset = 0;
+  qp_.counters.received_messages.fetch_add(1, std::memory_order_relaxed);
+  qp_.counters.received_bytes.fetch_add(len, std::memory_order_relaxed);
+  complete_recv(IBV_WC_SUCCESS, len, req_.has_imm, IBV_WC_RECV);
   return ack();
 }
 
@@ -323,14 +360,24 @@ Response Responder::run() {
     notifier_.port_counters().dropped_requests.fetch_add(1, std::memory_order_relaxed);
     return Response{};
   }
+  if (qp_.qp_type == IBV_QPT_UD) {
+    // IBA 10.2.4 / C10-15: a Q_Key that is not the QP's drops the datagram;
+    // UD carries SENDs only, each one packet.
+    if (req_.qkey != qp_.qkey || req_.kind != ReqKind::kSend || !req_.first || !req_.last) {
+      notifier_.port_counters().dropped_requests.fetch_add(1, std::memory_order_relaxed);
+      return Response{};
+    }
+    return on_ud_send();
+  }
   qp_.requester_qpn = req_.src_qpn;
   if (qp_.qp_type == IBV_QPT_RC) {
     const int32_t d = wire::psn_diff(wire::Psn(req_.psn), wire::Psn(st_.epsn));
     if (d < 0) return on_duplicate();
     if (d > 0) return fail(RespError::kPsnAhead);
     st_.psn_nak_sent = 0;
-  } else {
-    st_.epsn = req_.psn;  // UC/UD: no sequence to enforce beyond the message (IBA 9.8)
+  } else if (!uc_in_sequence()) {
+    qp_.counters.out_of_sequence.fetch_add(1, std::memory_order_relaxed);
+    return Response{};
   }
   // IBA 9.7.4.1.3 (C9-…): opcodes must follow first…middle…last of one kind.
   const bool continues = st_.in_message != 0;

@@ -7,6 +7,8 @@
 #include <algorithm>
 #include <cstdint>
 #include <cstring>
+#include <infiniband/verbs.h>
+
 #include <memory>
 #include <new>
 
@@ -28,7 +30,7 @@ struct SendWqe {
   uint64_t swap;
   uint32_t remote_qpn;   // UD
   uint32_t remote_qkey;  // UD
-  const void* ah;        // UD: the verbs::Ah
+  const ibv_ah_attr* ah; // UD: the address handle's (the application keeps it until completion)
   uint32_t psn;          // first PSN, assigned when first sent
   uint32_t packets;      // PSNs it consumes
   uint32_t responses;    // packet fabrics: READ response packets / atomic ACKs received so far

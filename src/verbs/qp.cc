@@ -14,6 +14,7 @@
 #include "transport/wr_opcode_table.h"
 #include "util/log.h"
 #include "util/time.h"
+#include "verbs/ah.h"
 #include "verbs/context.h"
 #include "verbs/cq.h"
 #include "verbs/device.h"
@@ -69,7 +70,8 @@ Result<Qp*> Qp::create(Context* ctx, ibv_qp_init_attr_ex* a) {
   if ((a->comp_mask & IBV_QP_INIT_ATTR_CREATE_FLAGS) && a->create_flags != 0) return Status::error(EOPNOTSUPP);
   if (!(a->comp_mask & IBV_QP_INIT_ATTR_PD) || a->pd == nullptr || a->pd->context != ctx->ibv())
     return Status::error(EINVAL);
-  if (a->qp_type != IBV_QPT_RC) return Status::error(EOPNOTSUPP);  // UC, UD, XRC: not yet
+  if (a->qp_type != IBV_QPT_RC && a->qp_type != IBV_QPT_UC && a->qp_type != IBV_QPT_UD)
+    return Status::error(EOPNOTSUPP);  // XRC, raw packet, driver QPs
   if (a->srq != nullptr) return Status::error(EOPNOTSUPP);
   if (a->send_cq == nullptr || a->recv_cq == nullptr || a->send_cq->context != ctx->ibv() ||
       a->recv_cq->context != ctx->ibv())
@@ -221,10 +223,13 @@ Status Qp::validate_attrs(const ibv_qp_attr& a, int mask, ibv_qp_state cur, ibv_
 }
 
 // The fabric that carries this QP's requests, from its address at RTR: QPs of
-// this host's device through shared memory, other hosts over RoCEv2.
+// this host's device through shared memory, other hosts over RoCEv2. A UD QP
+// has no address of its own: on RoCE the UDP fabric takes its WRs and hands
+// those for this host to the host fabric.
 Result<fabric::Fabric*> Qp::choose_fabric(const ibv_ah_attr& ah) {
   const PortConfig& config = port_config();
-  if (!config.roce || local_gid_index(ah.grh.dgid.raw) >= 0) return &fabric::host::host_fabric();
+  const bool ud = shared_->qp_type == IBV_QPT_UD;
+  if (!config.roce || (!ud && local_gid_index(ah.grh.dgid.raw) >= 0)) return &fabric::host::host_fabric();
   fabric::udp::UdpFabric& udp = fabric::udp::udp_fabric();
   SV_RETURN_IF_ERROR(udp.start(ctx_->device(), config.gids, config.udp_port));
   return &udp;
@@ -363,6 +368,12 @@ int Qp::post_one(const ibv_send_wr& wr) {
   w.responses = 0;
   w.psn = 0;
   w.ah = nullptr;
+  if (side_.qp_type == IBV_QPT_UD) {
+    if (wr.wr.ud.ah == nullptr || wr.wr.ud.ah->context != ex_.qp_base.context) return EINVAL;
+    w.ah = &Ah::from(wr.wr.ud.ah)->attr;
+    w.remote_qpn = wr.wr.ud.remote_qpn & kPsnMask;
+    w.remote_qkey = wr.wr.ud.remote_qkey;
+  }
   if (op->remote) {
     w.remote_addr = atomic ? wr.wr.atomic.remote_addr : wr.wr.rdma.remote_addr;
     w.rkey = atomic ? wr.wr.atomic.rkey : wr.wr.rdma.rkey;
@@ -487,6 +498,18 @@ void Qp::wr_set_sges(const ibv_sge* sge, size_t n) {
   w->length = atomic ? 8 : total;
 }
 
+void Qp::wr_set_ud_addr(ibv_ah* ah, uint32_t remote_qpn, uint32_t remote_qkey) {
+  transport::SendWqe* w = wr_current_;
+  if (w == nullptr) return;
+  if (side_.qp_type != IBV_QPT_UD || ah == nullptr || ah->context != ex_.qp_base.context) {
+    wr_error_ = EINVAL;
+    return;
+  }
+  w->ah = &Ah::from(ah)->attr;
+  w->remote_qpn = remote_qpn & kPsnMask;
+  w->remote_qkey = remote_qkey;
+}
+
 void Qp::wr_set_inline(const ibv_data_buf* bufs, size_t n) {
   transport::SendWqe* w = wr_current_;
   if (w == nullptr) return;
@@ -512,6 +535,8 @@ int Qp::wr_complete() {
   int rc = wr_error_;
   const uint8_t state = shared_->state.load(std::memory_order_acquire);
   if (rc == 0 && (state == IBV_QPS_RESET || state == IBV_QPS_INIT || state == IBV_QPS_RTR)) rc = EINVAL;
+  for (uint64_t i = 0; rc == 0 && side_.qp_type == IBV_QPT_UD && i < wr_building_; ++i)
+    if (side_.sq.at(side_.sq.posted + i).ah == nullptr) rc = EINVAL;  // ibv_wr_set_ud_addr never called
   if (rc == 0) {
     side_.sq.posted += wr_building_;
     transport::progress(side_);

@@ -55,6 +55,7 @@ class Qp {
   transport::SendWqe* wr_begin(ibv_wr_opcode opcode);
   void wr_set_sges(const ibv_sge* sge, size_t n);
   void wr_set_inline(const ibv_data_buf* bufs, size_t n);
+  void wr_set_ud_addr(ibv_ah* ah, uint32_t remote_qpn, uint32_t remote_qkey);
 
   void ack_async_event();
 

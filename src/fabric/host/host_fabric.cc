@@ -11,6 +11,7 @@
 #include "transport/responder.h"
 #include "transport/wr_opcode_table.h"
 #include "util/log.h"
+#include "wire/ud_grh.h"
 
 namespace softverbs::fabric::host {
 
@@ -39,21 +40,45 @@ bool HostFabric::reaches(const shm::Segment& seg, const ibv_ah_attr& ah) {
 
 namespace {
 
+uint64_t mtu_bytes(ibv_mtu mtu) { return 128ull << mtu; }
+
+// The port's GID `index` (the sender's, for a UD GRH): the RoCE addresses, or
+// on InfiniBand the link-local prefix plus the port GUID.
+wire::Gid own_gid(const shm::Segment& seg, uint8_t index) {
+  wire::Gid gid{0xfe, 0x80};
+  const PortConfig& config = port_config();
+  if (config.roce) return index < config.gids.size() ? config.gids[index] : config.gids.front();
+  std::memcpy(gid.data() + 8, &seg.header().port_guid, 8);
+  return gid;
+}
+
 }  // namespace
 
 std::optional<TransmitResult> HostFabric::transmit(transport::SendSide& s, transport::SendWqe& w) {
   TransmitResult result;
   const transport::WrOpcodeInfo* op = transport::wr_opcode(w.opcode);
   shm::Segment& seg = *s.seg;
+  const bool ud = s.qp_type == IBV_QPT_UD;
+  if (ud && w.ah == nullptr) {
+    result.local_status = IBV_WC_LOC_QP_OP_ERR;
+    return result;
+  }
+  // IBA 11.4.1.1: a UD message is one packet.
+  if (ud && w.length > mtu_bytes(port_config().mtu)) {
+    result.local_status = IBV_WC_LOC_LEN_ERR;
+    return result;
+  }
+  const ibv_ah_attr& ah = ud ? *w.ah : s.ah;
+  const uint32_t dest_qpn = ud ? w.remote_qpn : s.dest_qpn;
   // Route: a destination not on this host, or a QP that does not exist or
   // whose process died, never answers (the requester's timer decides).
-  if (op == nullptr || !reaches(seg, s.ah)) {
+  if (op == nullptr || !reaches(seg, ah)) {
     SV_LOG_RATELIMITED(kDebug, "QP %#x: destination not on this host", s.qpn);
     return result;
   }
-  const int slot = transport::qp_slot_of(seg, s.dest_qpn);
+  const int slot = transport::qp_slot_of(seg, dest_qpn);
   if (slot < 0) {
-    SV_LOG_RATELIMITED(kDebug, "QP %#x: no QP %#x", s.qpn, s.dest_qpn);
+    SV_LOG_RATELIMITED(kDebug, "QP %#x: no QP %#x", s.qpn, dest_qpn);
     return result;
   }
   const shm::OwnerId target = seg.qp(static_cast<uint32_t>(slot)).owner;
@@ -79,7 +104,7 @@ std::optional<TransmitResult> HostFabric::transmit(transport::SendSide& s, trans
   req.solicited = (w.send_flags & IBV_SEND_SOLICITED) != 0;
   req.psn = w.psn;
   req.packets = w.packets;
-  req.dest_qpn = s.dest_qpn;
+  req.dest_qpn = dest_qpn;
   req.src_qpn = s.qpn;
   req.slid = seg.header().lid;
   req.imm = w.imm_data;
@@ -87,6 +112,26 @@ std::optional<TransmitResult> HostFabric::transmit(transport::SendSide& s, trans
   req.rkey = w.rkey;
   req.compare_add = w.compare_add;
   req.swap = w.swap;
+  uint8_t grh[wire::kUdGrhBytes];
+  if (ud) {
+    // IBA 10.2.4: a WR Q_Key with its high bit set means the QP's own.
+    req.qkey = (w.remote_qkey & 0x80000000u) ? s.shared->qkey : w.remote_qkey;
+    req.with_grh = ah.is_global != 0;
+    if (req.with_grh) {
+      wire::UdGrhFields f;
+      f.sgid = own_gid(seg, ah.grh.sgid_index);
+      std::memcpy(f.dgid.data(), ah.grh.dgid.raw, 16);
+      f.traffic_class = ah.grh.traffic_class;
+      f.flow_label = ah.grh.flow_label;
+      f.hop_limit = ah.grh.hop_limit;
+      f.ib_length = 12 + 8 + w.length + 4;  // BTH, DETH, payload, ICRC
+      if (port_config().roce)
+        wire::write_roce_grh(grh, f);
+      else
+        wire::write_ib_grh(grh, f);
+      req.grh = grh;
+    }
+  }
   if (op->kind == ReqKind::kSend || op->kind == ReqKind::kWrite) {
     req.payload = list;
     req.dma_length = static_cast<uint32_t>(list.bytes);

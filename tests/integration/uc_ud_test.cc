@@ -1,0 +1,308 @@
+// The unreliable transports between two processes. UD: datagrams addressed by
+// AH and QPN, one MTU at most, landing 40 bytes into the receive buffer (the
+// GRH's room, IBA 11.4.1.2), filtered by Q_Key; nothing is acknowledged, so
+// a datagram without a receive WQE is lost and the sender never knows. UC:
+// SEND and RDMA WRITE on a connected QP without acknowledgements; READ and
+// atomics are not UC operations (IBA Table 37).
+#include <arpa/inet.h>
+#include <gtest/gtest.h>
+
+#include <cstring>
+
+#include "harness.h"
+#include "pattern.h"
+#include "verbs_fixture.h"
+
+namespace softverbs::integration {
+namespace {
+
+constexpr uint32_t kGrh = 40;
+
+uint64_t load64(const uint8_t* p) {
+  uint64_t v;
+  std::memcpy(&v, p, sizeof v);
+  return v;
+}
+void store64(uint8_t* p, uint64_t v) { std::memcpy(p, &v, sizeof v); }
+constexpr uint32_t kQkey = 0x11111111;
+
+QpConfig ud_config() {
+  QpConfig c;
+  c.qp_type = IBV_QPT_UD;
+  c.qkey = kQkey;
+  return c;
+}
+
+QpConfig uc_config() {
+  QpConfig c;
+  c.qp_type = IBV_QPT_UC;
+  return c;
+}
+
+struct AhDeleter {
+  void operator()(ibv_ah* ah) const {
+    if (ah != nullptr) ibv_destroy_ah(ah);
+  }
+};
+using AhPtr = std::unique_ptr<ibv_ah, AhDeleter>;
+
+AhPtr make_ah(Endpoint& ep, const QpInfo& to, bool global) {
+  ibv_ah_attr a{};
+  a.dlid = to.lid;
+  a.port_num = to.port;
+  if (global) {
+    a.is_global = 1;
+    std::memcpy(a.grh.dgid.raw, to.gid, 16);
+    a.grh.sgid_index = 0;
+    a.grh.hop_limit = 1;
+  }
+  AhPtr ah(ibv_create_ah(ep.pd.get(), &a));
+  EXPECT_NE(nullptr, ah) << "ibv_create_ah: " << errno_name(errno);
+  return ah;
+}
+
+Wr ud_send(uint64_t id, std::vector<ibv_sge> sges, ibv_ah* ah, uint32_t qpn, uint32_t qkey) {
+  Wr w = wr_send(id, std::move(sges));
+  w.wr.wr.ud.ah = ah;
+  w.wr.wr.ud.remote_qpn = qpn;
+  w.wr.wr.ud.remote_qkey = qkey;
+  return w;
+}
+
+// Both sides: a UD endpoint in RTS, and the peer's QpInfo.
+std::unique_ptr<Endpoint> ud_endpoint(Link& link, QpInfo* peer) {
+  auto ep = connected_endpoint(link, ud_config());
+  if (ep == nullptr) return nullptr;
+  if (!link.send(ep->qp().info()) || !link.recv(peer)) return nullptr;
+  return ep;
+}
+
+// Datagrams of 0 .. MTU bytes, with and without a GRH: each lands after the
+// 40 bytes of GRH room, byte_len counts those 40, src_qp names the sender,
+// IBV_WC_GRH says whether the room holds a GRH, and that GRH carries the
+// sender's GID.
+TEST(UdSend, DatagramsLandAfterTheGrhRoom) {
+  const std::vector<uint32_t> sizes = {0, 1, 1000, 4095, 4096};
+  run_pair(
+      "sender",
+      [&](Proc& p) {
+        QpInfo peer;
+        auto ep = ud_endpoint(p.peer(), &peer);
+        ASSERT_NE(nullptr, ep);
+        auto src = Region::create(ep->pd.get(), 4096);
+        ASSERT_NE(nullptr, src);
+        for (int global = 0; global < 2; ++global) {
+          AhPtr ah = make_ah(*ep, peer, global != 0);
+          ASSERT_NE(nullptr, ah);
+          ASSERT_TRUE(p.peer().wait("posted"));
+          for (size_t k = 0; k < sizes.size(); ++k) {
+            fill_pattern(src->data(), sizes[k], 0x0D00 + global * 100 + k);
+            Wr w = ud_send(k, sizes[k] ? std::vector<ibv_sge>{src->sge(0, sizes[k])} : std::vector<ibv_sge>{},
+                           ah.get(), peer.qpn, kQkey);
+            if (k == 2) {
+              w.wr.opcode = IBV_WR_SEND_WITH_IMM;
+              w.wr.imm_data = htonl(0xCAFE);
+            }
+            ASSERT_TRUE(run_wr(ep->qp(), w)) << "datagram #" << k;
+          }
+          ASSERT_TRUE(p.peer().wait("verified"));
+        }
+      },
+      "receiver",
+      [&](Proc& p) {
+        QpInfo peer;
+        auto ep = ud_endpoint(p.peer(), &peer);
+        ASSERT_NE(nullptr, ep);
+        TestQp& qp = ep->qp();
+        constexpr size_t kSlot = 8192;
+        auto dst = Region::create(ep->pd.get(), kSlot * sizes.size());
+        ASSERT_NE(nullptr, dst);
+        for (int global = 0; global < 2; ++global) {
+          std::memset(dst->data(), kGuardByte, dst->size());
+          for (size_t k = 0; k < sizes.size(); ++k)
+            ASSERT_TRUE(post_recv(qp, 100 + k, {dst->sge(k * kSlot, kGrh + 4096)}));
+          ASSERT_TRUE(p.peer().signal("posted"));
+          std::vector<ibv_wc> wcs;
+          ASSERT_TRUE(poll_n(qp.recv_cq(), sizes.size(), &wcs, scaled(kOpTimeout), "for the datagrams"));
+          for (size_t k = 0; k < sizes.size(); ++k) {
+            SCOPED_TRACE("global " + std::to_string(global) + ", datagram #" + std::to_string(k));
+            WcExpect want;
+            want.wr_id = 100 + k;
+            want.opcode = IBV_WC_RECV;
+            want.byte_len = kGrh + sizes[k];
+            want.qp_num = qp.qpn();
+            want.src_qp = peer.qpn;
+            if (k == 2) want.imm = 0xCAFE;
+            EXPECT_TRUE(check_wc(wcs[k], want));
+            EXPECT_EQ(global != 0, (wcs[k].wc_flags & IBV_WC_GRH) != 0);
+            const uint8_t* slot = dst->data() + k * kSlot;
+            EXPECT_TRUE(expect_pattern(slot + kGrh, sizes[k], 0x0D00 + global * 100 + k, "payload"));
+            EXPECT_TRUE(expect_fill(slot + kGrh + sizes[k], 64, kGuardByte, "past the datagram"));
+            if (global != 0) {
+              EXPECT_EQ(6, slot[0] >> 4) << "GRH IP version";
+              EXPECT_EQ(0x1b, slot[6]) << "GRH next header";
+              EXPECT_EQ(0, std::memcmp(slot + 8, peer.gid, 16)) << "GRH source GID";
+              ibv_ah_attr back{};
+              ASSERT_EQ(0, ibv_init_ah_from_wc(ep->ctx.get(), 1, &wcs[k], reinterpret_cast<ibv_grh*>(const_cast<uint8_t*>(slot)), &back));
+              EXPECT_TRUE(back.is_global);
+              EXPECT_EQ(0, std::memcmp(back.grh.dgid.raw, peer.gid, 16)) << "an AH back to the sender";
+            }
+          }
+          ASSERT_TRUE(p.peer().signal("verified"));
+        }
+      });
+}
+
+// IBA 10.2.4: a Q_Key other than the receiver's drops the datagram (the sender
+// still completes: UD is unacknowledged); a Q_Key with its high bit set sends
+// the sending QP's own Q_Key. A datagram with no receive WQE waiting is lost.
+TEST(UdSend, QkeyFiltersAndNoReceiveLoses) {
+  run_pair(
+      "sender",
+      [&](Proc& p) {
+        QpInfo peer;
+        auto ep = ud_endpoint(p.peer(), &peer);
+        ASSERT_NE(nullptr, ep);
+        auto src = Region::create(ep->pd.get(), 64);
+        ASSERT_NE(nullptr, src);
+        AhPtr ah = make_ah(*ep, peer, false);
+        ASSERT_NE(nullptr, ah);
+        ASSERT_TRUE(p.peer().wait("nothing posted"));
+        Wr lost = ud_send(1, {src->sge(0, 16)}, ah.get(), peer.qpn, kQkey);
+        ASSERT_TRUE(run_wr(ep->qp(), lost));
+        ASSERT_TRUE(p.peer().signal("sent"));
+        ASSERT_TRUE(p.peer().wait("posted"));
+        Wr wrong = ud_send(2, {src->sge(0, 16)}, ah.get(), peer.qpn, kQkey + 1);
+        ASSERT_TRUE(run_wr(ep->qp(), wrong));
+        store64(src->data(), 0x600D);
+        Wr own = ud_send(3, {src->sge(0, 16)}, ah.get(), peer.qpn, 0x80000000u);
+        ASSERT_TRUE(run_wr(ep->qp(), own));
+        ASSERT_TRUE(p.peer().wait("verified"));
+      },
+      "receiver",
+      [&](Proc& p) {
+        QpInfo peer;
+        auto ep = ud_endpoint(p.peer(), &peer);
+        ASSERT_NE(nullptr, ep);
+        TestQp& qp = ep->qp();
+        auto dst = Region::create(ep->pd.get(), 4096);
+        ASSERT_NE(nullptr, dst);
+        ASSERT_TRUE(p.peer().signal("nothing posted"));
+        ASSERT_TRUE(p.peer().wait("sent"));
+        ASSERT_TRUE(post_recv(qp, 7, {dst->sge(0, 1024)}));
+        ASSERT_TRUE(p.peer().signal("posted"));
+        ibv_wc wc{};
+        ASSERT_TRUE(poll_one(qp.recv_cq(), &wc, scaled(kOpTimeout), "for the datagram with our Q_Key"));
+        WcExpect want;
+        want.wr_id = 7;
+        want.opcode = IBV_WC_RECV;
+        want.byte_len = kGrh + 16;
+        want.src_qp = peer.qpn;
+        EXPECT_TRUE(check_wc(wc, want));
+        EXPECT_EQ(0x600Du, load64(dst->data() + kGrh)) << "not the lost or the wrongly keyed datagram";
+        EXPECT_TRUE(expect_no_completion(qp.recv_cq(), Millis(100), "after the one datagram"));
+        ASSERT_TRUE(p.peer().signal("verified"));
+      });
+}
+
+// A UD message is one packet: longer than the path MTU fails locally.
+TEST(UdSend, LongerThanMtuFailsAtTheSender) {
+  run_solo("ud", [&](Proc&) {
+    auto ep = Endpoint::open();
+    ASSERT_NE(nullptr, ep);
+    TestQp* a = ep->add_qp(ud_config());
+    TestQp* b = ep->add_qp(ud_config());
+    ASSERT_NE(nullptr, a);
+    ASSERT_NE(nullptr, b);
+    ASSERT_TRUE(a->connect(b->info()));
+    ASSERT_TRUE(b->connect(a->info()));
+    const uint32_t mtu = 128u << ep->port.attr.active_mtu;
+    auto src = Region::create(ep->pd.get(), mtu + 1);
+    ASSERT_NE(nullptr, src);
+    AhPtr ah = make_ah(*ep, b->info(), false);
+    ASSERT_NE(nullptr, ah);
+    Wr big = ud_send(1, {src->sge(0, mtu + 1)}, ah.get(), b->qpn(), kQkey);
+    ASSERT_TRUE(run_wr_expect(*a, big, IBV_WC_LOC_LEN_ERR));
+    // Posting without an address handle is refused.
+    Wr no_ah = ud_send(2, {src->sge(0, 8)}, nullptr, b->qpn(), kQkey);
+    ibv_send_wr* bad = nullptr;
+    EXPECT_EQ(EINVAL, ibv_post_send(b->get(), no_ah.get(), &bad));
+    EXPECT_EQ(no_ah.get(), bad);
+  });
+}
+
+// UC: SEND, SEND_WITH_IMM, WRITE and WRITE_WITH_IMM arrive; a SEND with no
+// receive WQE is lost (the sender completes anyway) and the next one arrives;
+// READ and atomics are refused at post time.
+TEST(UcOps, SendWriteNoAcksNoReadsNoAtomics) {
+  run_pair(
+      "sender",
+      [&](Proc& p) {
+        auto ep = connected_endpoint(p.peer(), uc_config());
+        ASSERT_NE(nullptr, ep);
+        TestQp& qp = ep->qp();
+        RemoteBuf target;
+        ASSERT_TRUE(p.peer().recv(&target));
+        auto src = Region::create(ep->pd.get(), 3 * 4096);
+        ASSERT_NE(nullptr, src);
+        ASSERT_TRUE(p.peer().wait("no receive posted"));
+        fill_pattern(src->data(), 100, 0xAA);
+        Wr lost = wr_send(1, {src->sge(0, 100)});
+        ASSERT_TRUE(run_wr(qp, lost)) << "an unacknowledged SEND completes at the sender";
+        ASSERT_TRUE(p.peer().signal("sent one"));
+        ASSERT_TRUE(p.peer().wait("posted"));
+        fill_pattern(src->data(), 10000, 0xBB);
+        Wr send = wr_send_imm(2, {src->sge(0, 10000)}, 0x1234);
+        ASSERT_TRUE(run_wr(qp, send));
+        fill_pattern(src->data() + 10000, 2000, 0xCC);
+        Wr write = wr_write(3, {src->sge(10000, 2000)}, target);
+        ASSERT_TRUE(run_wr(qp, write));
+        Wr write_imm = wr_write_imm(4, {src->sge(10000, 8)}, target.at(4000), 0x5678);
+        ASSERT_TRUE(run_wr(qp, write_imm));
+        Wr read = wr_read(5, {src->sge(0, 8)}, target);
+        ibv_send_wr* bad = nullptr;
+        EXPECT_EQ(EINVAL, ibv_post_send(qp.get(), read.get(), &bad)) << "READ on UC";
+        Wr faa = wr_faa(6, src->sge(0, 8), target, 1);
+        EXPECT_EQ(EINVAL, ibv_post_send(qp.get(), faa.get(), &bad)) << "FETCH_ADD on UC";
+        ASSERT_TRUE(p.peer().wait("verified"));
+      },
+      "receiver",
+      [&](Proc& p) {
+        QpConfig c = uc_config();
+        c.access = IBV_ACCESS_REMOTE_WRITE;
+        auto ep = connected_endpoint(p.peer(), c);
+        ASSERT_NE(nullptr, ep);
+        TestQp& qp = ep->qp();
+        auto target = Region::create(ep->pd.get(), 8192);
+        auto dst = Region::create(ep->pd.get(), 16384);
+        ASSERT_NE(nullptr, target);
+        ASSERT_NE(nullptr, dst);
+        ASSERT_TRUE(p.peer().send(target->remote()));
+        ASSERT_TRUE(p.peer().signal("no receive posted"));
+        ASSERT_TRUE(p.peer().wait("sent one"));
+        EXPECT_TRUE(expect_no_completion(qp.recv_cq(), Millis(50), "for the lost SEND"));
+        ASSERT_TRUE(post_recv(qp, 10, {dst->sge(0, 16384)}));
+        ASSERT_TRUE(post_recv(qp, 11, {dst->sge(0, 64)}));
+        ASSERT_TRUE(p.peer().signal("posted"));
+        std::vector<ibv_wc> wcs;
+        ASSERT_TRUE(poll_n(qp.recv_cq(), 2, &wcs, scaled(kOpTimeout), "for SEND_WITH_IMM and WRITE_WITH_IMM"));
+        WcExpect send;
+        send.wr_id = 10;
+        send.opcode = IBV_WC_RECV;
+        send.byte_len = 10000;
+        send.imm = 0x1234;
+        EXPECT_TRUE(check_wc(wcs[0], send));
+        EXPECT_TRUE(expect_pattern(dst->data(), 10000, 0xBB, "the SEND after the lost one"));
+        WcExpect wimm;
+        wimm.wr_id = 11;
+        wimm.opcode = IBV_WC_RECV_RDMA_WITH_IMM;
+        wimm.imm = 0x5678;
+        EXPECT_TRUE(check_wc(wcs[1], wimm));
+        EXPECT_TRUE(expect_pattern(target->data(), 2000, 0xCC, "the WRITE"));
+        EXPECT_TRUE(expect_pattern(target->data() + 4000, 8, 0xCC, "the WRITE_WITH_IMM"));
+        ASSERT_TRUE(p.peer().signal("verified"));
+      });
+}
+
+}  // namespace
+}  // namespace softverbs::integration

@@ -411,3 +411,61 @@ TEST(NakTable, UnreliableTransportsNeverAnswer) {
 
 }  // namespace
 }  // namespace softverbs::transport
+
+namespace softverbs::transport {
+namespace {
+
+// IBA 9.8.3: on UC a gap loses the rest of the message; the next FIRST or
+// ONLY starts again at the beginning of the same receive WQE.
+TEST_F(ResponderTest, UcGapLosesTheMessageAndTheNextOneArrives) {
+  seg_->qp(kQpSlot).qp_type = IBV_QPT_UC;
+  post_recv(1, 0, 64);
+  Request first = base(ReqKind::kSend, 100);
+  first.last = false;
+  EXPECT_EQ(send(first, "abc").kind, Response::Kind::kAck);
+  Request last = base(ReqKind::kSend, 102);  // 101 was lost
+  last.first = false;
+  EXPECT_EQ(send(last, "zz").kind, Response::Kind::kDrop);
+  shm::Cqe c;
+  EXPECT_FALSE(pop(&c)) << "a broken UC message completes nothing";
+  Request only = base(ReqKind::kSend, 103);
+  EXPECT_EQ(send(only, "hello").kind, Response::Kind::kAck);
+  ASSERT_TRUE(pop(&c));
+  EXPECT_EQ(c.wr_id, 1u);
+  EXPECT_EQ(c.status, IBV_WC_SUCCESS);
+  EXPECT_EQ(c.byte_len, 5u);
+  EXPECT_EQ(std::memcmp(mem_.data(), "hello", 5), 0);
+  EXPECT_EQ(qp_state(), IBV_QPS_RTS);
+}
+
+TEST_F(ResponderTest, UdChecksQkeyAndPlacesGrhRoom) {
+  shm::SharedQp& qp = seg_->qp(kQpSlot);
+  qp.qp_type = IBV_QPT_UD;
+  qp.qkey = 0x1234;
+  post_recv(7, 0, 64);
+  Request r = base(ReqKind::kSend, 5);
+  r.src_qpn = 0x999;  // any sender may reach a UD QP
+  r.qkey = 0x4321;
+  EXPECT_EQ(send(r, "dropped").kind, Response::Kind::kDrop);
+  shm::Cqe c;
+  EXPECT_FALSE(pop(&c));
+  r.qkey = 0x1234;
+  uint8_t grh[40];
+  for (int i = 0; i < 40; ++i) grh[i] = static_cast<uint8_t>(i);
+  r.grh = grh;
+  r.with_grh = true;
+  EXPECT_EQ(send(r, "datagram").kind, Response::Kind::kAck);
+  ASSERT_TRUE(pop(&c));
+  EXPECT_EQ(c.wr_id, 7u);
+  EXPECT_EQ(c.byte_len, 48u);
+  EXPECT_EQ(c.src_qp, 0x999u);
+  EXPECT_TRUE(c.wc_flags & IBV_WC_GRH);
+  EXPECT_EQ(std::memcmp(mem_.data(), grh, 40), 0);
+  EXPECT_EQ(std::memcmp(mem_.data() + 40, "datagram", 8), 0);
+  // No receive WQE: dropped, nothing completes.
+  EXPECT_EQ(send(r, "lost").kind, Response::Kind::kDrop);
+  EXPECT_FALSE(pop(&c));
+}
+
+}  // namespace
+}  // namespace softverbs::transport

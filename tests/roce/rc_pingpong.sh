@@ -1,8 +1,10 @@
 #!/usr/bin/env bash
-# Debian's ibv_rc_pingpong, unmodified, between two network namespaces over
-# our RoCE device (RoCEv2 on UDP): one end per namespace, GID index 0.
+# Debian's ibv_rc_pingpong (and ibv_uc_pingpong, ibv_ud_pingpong), unmodified,
+# between two network namespaces over our RoCE device (RoCEv2 on UDP): one end
+# per namespace, GID index 0.
 #   rc_pingpong.sh <dir of libibverbs.so.1> <scenario>
-#   scenarios: v4 (IPv4 GID), v6 (IPv6 GID), big (1 MiB messages), mtu4096
+#   scenarios: v4 (IPv4 GID), v6 (IPv6 GID), big (1 MiB messages), mtu4096,
+#              uc, uc-v6, ud, ud-v6
 set -euo pipefail
 lib=$1
 scenario=$2
@@ -23,7 +25,13 @@ trap cleanup EXIT
 addr_a=$ADDR_A addr_b=$ADDR_B
 args=(-g 0 -n 200)
 mtu=1024
+prog=ibv_rc_pingpong
 case $scenario in
+  uc) prog=ibv_uc_pingpong; args=(-g 0 -n 200 -s 5000) ;;
+  uc-v6) prog=ibv_uc_pingpong; addr_a=$ADDR6_A addr_b=$ADDR6_B ;;
+  # A UD message is one MTU at most.
+  ud) prog=ibv_ud_pingpong; args=(-g 0 -n 200 -s 1024) ;;
+  ud-v6) prog=ibv_ud_pingpong; args=(-g 0 -n 200 -s 512); addr_a=$ADDR6_A addr_b=$ADDR6_B ;;
   v4) ;;
   v6) addr_a=$ADDR6_A addr_b=$ADDR6_B ;;
   big) args=(-g 0 -n 20 -s 1048576) ;;
@@ -37,13 +45,13 @@ env_for() {  # address, name
        SOFTVERBS_DEVICE_PATH=/dev/shm/softverbs-itest-roce-$$-$2
 }
 
-in_a env $(env_for "$addr_a" a) timeout 60 ibv_rc_pingpong -d softverbs_roce0 -p $port "${args[@]}" \
+in_a env $(env_for "$addr_a" a) timeout 60 $prog -d softverbs_roce0 -p $port "${args[@]}" \
   > "$work/server.out" 2>&1 &
 server=$!
 NETNS_PIDS+=("$server")
 sleep 0.5
 rc=0
-in_b env $(env_for "$addr_b" b) timeout 60 ibv_rc_pingpong -d softverbs_roce0 -p $port "${args[@]}" "$ADDR_A" \
+in_b env $(env_for "$addr_b" b) timeout 60 $prog -d softverbs_roce0 -p $port "${args[@]}" "$ADDR_A" \
   > "$work/client.out" 2>&1 || rc=$?
 wait "$server" || rc=$?
 echo "--- server"; cat "$work/server.out"; echo "--- client"; cat "$work/client.out"

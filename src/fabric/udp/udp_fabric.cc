@@ -240,19 +240,22 @@ void UdpFabric::on_datagram(const Endpoint& ep, const Peer& from, std::span<cons
     c.icrc_errors.fetch_add(1, std::memory_order_relaxed);
     return;
   }
-  // Only RC is carried yet; other transports' packets find no QP to take them.
-  if ((v.info().qp_types & wire::QpTypes::kRc) == 0) {
-    c.unknown_qp_packets.fetch_add(1, std::memory_order_relaxed);
-    return;
-  }
   const int slot = transport::qp_slot_of(host_->seg(), v.bth().dest_qp);
   if (slot < 0 || !(host_->seg().qp(static_cast<uint32_t>(slot)).owner == host_->self())) {
     c.unknown_qp_packets.fetch_add(1, std::memory_order_relaxed);
     return;
   }
+  // A packet of another transport than the QP's is not for it (IBA 9.6.1.4).
+  const uint8_t type = host_->seg().qp(static_cast<uint32_t>(slot)).qp_type;
+  const uint8_t want = type == IBV_QPT_RC ? wire::QpTypes::kRc : type == IBV_QPT_UC ? wire::QpTypes::kUc
+                                                                                    : wire::QpTypes::kUd;
+  if ((v.info().qp_types & want) == 0) {
+    c.dropped_requests.fetch_add(1, std::memory_order_relaxed);
+    return;
+  }
   if (v.info().any(wire::OpFlag::kRequest))
     on_request(ep, from, static_cast<uint32_t>(slot), v);
-  else
+  else if (type == IBV_QPT_RC)
     on_response(from, static_cast<uint32_t>(slot), v);
 }
 

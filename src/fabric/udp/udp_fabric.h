@@ -60,6 +60,7 @@ class UdpFabric final : public Fabric {
     uint16_t port = 0;
   };
 
+  std::optional<TransmitResult> transmit_ud(transport::SendSide& side, transport::SendWqe& wqe);
   void receive_loop(size_t endpoint);
   void on_datagram(const Endpoint& ep, const Peer& from, std::span<const uint8_t> ib);
   void on_request(const Endpoint& ep, const Peer& from, uint32_t qp_slot, const wire::PacketView& v);

@@ -1,6 +1,8 @@
 // Requester side of the UDP fabric: a send WQE becomes its request packets.
 #include <algorithm>
 
+#include "fabric/host/host_fabric.h"
+#include "fabric/port_config.h"
 #include "fabric/udp/udp_fabric.h"
 #include "transport/local_sges.h"
 #include "transport/packet_completer.h"
@@ -28,6 +30,9 @@ Opcode rc_opcode(ReqKind kind, bool first, bool last, bool imm) {
   if (last) return imm ? Opcode::kRcRdmaWriteLastWithImmediate : Opcode::kRcRdmaWriteLast;
   return Opcode::kRcRdmaWriteMiddle;
 }
+
+// UC's opcodes are RC's, 0x20 on (IBA 9.2, Table 38).
+Opcode uc_opcode(Opcode rc) { return static_cast<Opcode>(static_cast<uint8_t>(rc) + 0x20); }
 
 // Long messages ask for an ACK now and then, so the window keeps moving and
 // a loss is noticed before the last packet.
@@ -59,6 +64,7 @@ bool UdpFabric::can_transmit(const transport::SendSide& s, const transport::Send
 std::optional<TransmitResult> UdpFabric::transmit(transport::SendSide& s, transport::SendWqe& w) {
   TransmitResult result;
   const transport::WrOpcodeInfo* op = transport::wr_opcode(w.opcode);
+  if (s.qp_type == IBV_QPT_UD) return transmit_ud(s, w);
   const Endpoint* ep = endpoint_for(s.ah.grh.sgid_index);
   if (op == nullptr || ep == nullptr) {
     result.local_status = IBV_WC_LOC_QP_OP_ERR;
@@ -89,6 +95,32 @@ std::optional<TransmitResult> UdpFabric::transmit(transport::SendSide& s, transp
   wire::TransportHeaders h;
   h.bth.dest_qp = s.dest_qpn;
   h.bth.pkey = 0xffff;
+
+  if (s.qp_type == IBV_QPT_UC) {
+    // UC: RC's packets with UC opcodes, and nothing comes back: done once sent.
+    for (uint32_t k = 0; k < w.packets; ++k) {
+      const bool first = k == 0;
+      const bool last = k + 1 == w.packets;
+      const uint64_t offset = static_cast<uint64_t>(k) * mtu;
+      const uint32_t len = static_cast<uint32_t>(std::min<uint64_t>(mtu, list.bytes - std::min(list.bytes, offset)));
+      h.bth.opcode = uc_opcode(rc_opcode(op->kind, first, last, op->has_imm));
+      h.bth.psn = wire::psn_add(wire::Psn(w.psn), k);
+      h.bth.solicited = last && (w.send_flags & IBV_SEND_SOLICITED) != 0;
+      if (first) {
+        h.reth.va = w.remote_addr;
+        h.reth.rkey = w.rkey;
+        h.reth.dma_length = static_cast<uint32_t>(list.bytes);
+      }
+      h.immdt.value = be32toh(w.imm_data);
+      wire::PacketBuilder b(buf);
+      if (b.build(h, len) != wire::PacketError::kOk) break;
+      transport::IoCursor c(list, offset);
+      transport::gather_into(b.payload().data(), c, len);
+      send(*ep, dst, b.packet());
+    }
+    result.response.kind = transport::Response::Kind::kAck;
+    return result;
+  }
 
   if (op->kind == ReqKind::kRead || op->kind == ReqKind::kCmpSwap || op->kind == ReqKind::kFetchAdd) {
     h.bth.ack_req = true;
@@ -136,6 +168,52 @@ std::optional<TransmitResult> UdpFabric::transmit(transport::SendSide& s, transp
   }
   transport::start_ack_timer(s);
   return std::nullopt;
+}
+
+// UD: one SEND ONLY packet with a DETH to the WR's address; for this host's
+// own GIDs, the host fabric. Nothing comes back: done once sent.
+std::optional<TransmitResult> UdpFabric::transmit_ud(transport::SendSide& s, transport::SendWqe& w) {
+  TransmitResult result;
+  const transport::WrOpcodeInfo* op = transport::wr_opcode(w.opcode);
+  if (w.ah == nullptr || op == nullptr || !w.ah->is_global) {
+    result.local_status = IBV_WC_LOC_QP_OP_ERR;  // RoCE addresses are GIDs (IBA A17.4)
+    return result;
+  }
+  if (local_gid_index(w.ah->grh.dgid.raw) >= 0) return host::host_fabric().transmit(s, w);
+  const Endpoint* ep = endpoint_for(w.ah->grh.sgid_index);
+  if (ep == nullptr) {
+    result.local_status = IBV_WC_LOC_QP_OP_ERR;
+    return result;
+  }
+  if (w.length > mtu_bytes(port_config().mtu)) {
+    result.local_status = IBV_WC_LOC_LEN_ERR;  // IBA 11.4.1.1: one packet
+    return result;
+  }
+  iovec iov[shm::kMaxSge];
+  transport::IoList list;
+  result.local_status = transport::resolve_local_sges(s, w, false, iov, &list);
+  if (result.local_status != IBV_WC_SUCCESS) return result;
+  wire::TransportHeaders h;
+  h.bth.opcode = op->has_imm ? Opcode::kUdSendOnlyWithImmediate : Opcode::kUdSendOnly;
+  h.bth.dest_qp = w.remote_qpn;
+  h.bth.pkey = 0xffff;
+  h.bth.psn = wire::Psn(w.psn);
+  h.bth.solicited = (w.send_flags & IBV_SEND_SOLICITED) != 0;
+  // IBA 10.2.4: a WR Q_Key with its high bit set means the QP's own.
+  h.deth.qkey = (w.remote_qkey & 0x80000000u) ? s.shared->qkey : w.remote_qkey;
+  h.deth.src_qp = s.qpn;
+  h.immdt.value = be32toh(w.imm_data);
+  uint8_t buf[kMaxIbPacket];
+  wire::PacketBuilder b(buf);
+  if (b.build(h, static_cast<uint32_t>(list.bytes)) == wire::PacketError::kOk) {
+    transport::IoCursor c(list);
+    transport::gather_into(b.payload().data(), c, list.bytes);
+    wire::Gid dst;
+    std::memcpy(dst.data(), w.ah->grh.dgid.raw, 16);
+    send(*ep, dst, b.packet());
+  }
+  result.response.kind = transport::Response::Kind::kAck;
+  return result;
 }
 
 }  // namespace softverbs::fabric::udp

@@ -4,11 +4,13 @@
 #include <algorithm>
 #include <cstring>
 
+#include "fabric/port_config.h"
 #include "fabric/udp/udp_fabric.h"
 #include "transport/packet_completer.h"
 #include "transport/responder.h"
 #include "transport/target_memory.h"
 #include "wire/psn.h"
+#include "wire/ud_grh.h"
 
 namespace softverbs::fabric::udp {
 namespace {
@@ -45,8 +47,9 @@ void UdpFabric::on_request(const Endpoint& ep, const Peer& from, uint32_t slot, 
   shm::SharedQp& qp = seg.qp(slot);
   shm::PortCounters& c = host_->notifier().port_counters();
   const wire::Bth bth = v.bth();
+  const bool ud = qp.qp_type == IBV_QPT_UD;
   PeerCheck peer{&from.gid};
-  if (!host_->with_send_side(slot, bth.dest_qp, check_peer, &peer) || !peer.matches) {
+  if (!ud && (!host_->with_send_side(slot, bth.dest_qp, check_peer, &peer) || !peer.matches)) {
     c.dropped_requests.fetch_add(1, std::memory_order_relaxed);
     return;
   }
@@ -57,7 +60,7 @@ void UdpFabric::on_request(const Endpoint& ep, const Peer& from, uint32_t slot, 
     return;
   }
   // FIRST and MIDDLE packets carry exactly one path MTU, none more (IBA 9.7.4.1.5).
-  const uint32_t mtu = mtu_bytes(qp.path_mtu);
+  const uint32_t mtu = mtu_bytes(ud ? static_cast<uint8_t>(port_config().mtu) : qp.path_mtu);
   const bool last = info.any(OpFlag::kLast);
   if (v.payload_length() > mtu || (!last && v.payload_length() != mtu)) {
     c.malformed_packets.fetch_add(1, std::memory_order_relaxed);
@@ -91,9 +94,27 @@ void UdpFabric::on_request(const Endpoint& ep, const Peer& from, uint32_t slot, 
   }
   if (req.has_imm) req.imm = htobe32(v.immdt().value);
   if (req.kind == ReqKind::kRead) req.packets = std::max<uint32_t>(1, (req.dma_length + mtu - 1) / mtu);
+  uint8_t grh[wire::kUdGrhBytes];
+  if (ud) {
+    if (!v.has(wire::Header::kDeth)) {
+      c.malformed_packets.fetch_add(1, std::memory_order_relaxed);
+      return;
+    }
+    req.qkey = v.deth().qkey;
+    req.src_qpn = v.deth().src_qp;
+    // The receive buffer's first 40 bytes: the IP header this datagram came in.
+    wire::UdGrhFields f;
+    f.sgid = from.gid;
+    f.dgid = ep.gid;
+    f.ib_length = v.bytes().size();
+    wire::write_roce_grh(grh, f);
+    req.grh = grh;
+    req.with_grh = true;
+  }
 
   transport::LocalMemory mem;
   const Response resp = transport::respond(seg, slot, req, mem, host_->notifier());
+  if (qp.qp_type != IBV_QPT_RC) return;  // UC and UD answer nothing
 
   uint8_t buf[kMaxIbPacket];
   wire::TransportHeaders h;

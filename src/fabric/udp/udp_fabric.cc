@@ -71,68 +71,133 @@ UdpFabric& udp_fabric() {
   return *f;
 }
 
+namespace {
+
+// A UDP socket for RoCE on `gid`, bound to `port` (0: any), or -errno.
+int open_roce_socket(const wire::Gid& gid, wire::IpVersion version, uint16_t port) {
+  const int fd = socket(version == wire::IpVersion::kV4 ? AF_INET : AF_INET6, SOCK_DGRAM | SOCK_CLOEXEC, 0);
+  if (fd < 0) return -errno;
+  int on = 1;
+  if (version == wire::IpVersion::kV4) {
+    // DF, and with it identification 0 on an unconnected socket: the header the ICRC covers.
+    int pmtu = IP_PMTUDISC_DO;
+    setsockopt(fd, IPPROTO_IP, IP_MTU_DISCOVER, &pmtu, sizeof pmtu);
+  } else {
+    int pmtu = IPV6_PMTUDISC_DO;
+    setsockopt(fd, IPPROTO_IPV6, IPV6_MTU_DISCOVER, &pmtu, sizeof pmtu);
+    setsockopt(fd, IPPROTO_IPV6, IPV6_V6ONLY, &on, sizeof on);
+  }
+  // Bursts of a window of requests arrive at once: room for them.
+  // net.core.rmem_max caps SO_RCVBUF (200 KiB by default); with
+  // CAP_NET_ADMIN the FORCE variants pass the cap.
+  int buf = 4 << 20;
+  if (setsockopt(fd, SOL_SOCKET, SO_RCVBUFFORCE, &buf, sizeof buf) != 0)
+    setsockopt(fd, SOL_SOCKET, SO_RCVBUF, &buf, sizeof buf);
+  if (setsockopt(fd, SOL_SOCKET, SO_SNDBUFFORCE, &buf, sizeof buf) != 0)
+    setsockopt(fd, SOL_SOCKET, SO_SNDBUF, &buf, sizeof buf);
+  sockaddr_storage sa;
+  const socklen_t len = to_sockaddr(gid, port, &sa);
+  if (bind(fd, reinterpret_cast<sockaddr*>(&sa), len) != 0) {
+    const int e = errno;
+    close(fd);
+    return -e;
+  }
+  return fd;
+}
+
+uint16_t bound_port(int fd) {
+  sockaddr_storage sa{};
+  socklen_t len = sizeof sa;
+  if (getsockname(fd, reinterpret_cast<sockaddr*>(&sa), &len) != 0) return 0;
+  return ntohs(sa.ss_family == AF_INET ? reinterpret_cast<sockaddr_in*>(&sa)->sin_port
+                                       : reinterpret_cast<sockaddr_in6*>(&sa)->sin6_port);
+}
+
+std::string addr_text(const wire::Gid& gid, wire::IpVersion v) {
+  char text[INET6_ADDRSTRLEN] = "?";
+  inet_ntop(v == wire::IpVersion::kV4 ? AF_INET : AF_INET6, v == wire::IpVersion::kV4 ? gid.data() + 12 : gid.data(),
+            text, sizeof text);
+  return text;
+}
+
+}  // namespace
+
 Status UdpFabric::start(UdpHost& host, const std::vector<wire::Gid>& gids, uint16_t port) {
   std::lock_guard lock(start_mu_);
   if (started_) return Status::ok();
   std::vector<Endpoint> eps;
+  auto close_all = [&] {
+    for (Endpoint& o : eps) {
+      close(o.fd);
+      if (o.rx_fd >= 0 && o.rx_fd != o.fd) close(o.rx_fd);
+    }
+  };
   for (const wire::Gid& gid : gids) {
     Endpoint ep;
     ep.gid = gid;
-    ep.port = port;
     ep.version = is_v4_mapped(gid) ? wire::IpVersion::kV4 : wire::IpVersion::kV6;
-    ep.fd = socket(ep.version == wire::IpVersion::kV4 ? AF_INET : AF_INET6, SOCK_DGRAM | SOCK_CLOEXEC, 0);
-    if (ep.fd < 0) {
-      const int e = errno;
-      for (Endpoint& o : eps) close(o.fd);
-      return Status::error(e);
+    int fd = open_roce_socket(gid, ep.version, port);
+    if (fd == -EADDRINUSE) {
+      // Another process of the device receives for this address: it forwards
+      // us our packets (forwarder.h); we send from a port of our own.
+      SV_LOG(kInfo, "RoCE: %s port %u is another process's; our packets come forwarded",
+             addr_text(gid, ep.version).c_str(), static_cast<unsigned>(port));
+      fd = open_roce_socket(gid, ep.version, 0);
+    } else if (fd >= 0) {
+      ep.rx_fd = fd;
     }
-    int on = 1;
-    if (ep.version == wire::IpVersion::kV4) {
-      // DF, and with it identification 0 on an unconnected socket: the header the ICRC covers.
-      int pmtu = IP_PMTUDISC_DO;
-      setsockopt(ep.fd, IPPROTO_IP, IP_MTU_DISCOVER, &pmtu, sizeof pmtu);
-    } else {
-      int pmtu = IPV6_PMTUDISC_DO;
-      setsockopt(ep.fd, IPPROTO_IPV6, IPV6_MTU_DISCOVER, &pmtu, sizeof pmtu);
-      setsockopt(ep.fd, IPPROTO_IPV6, IPV6_V6ONLY, &on, sizeof on);
+    if (fd < 0) {
+      SV_LOG(kError, "RoCE: cannot bind UDP %s: %s", addr_text(gid, ep.version).c_str(), std::strerror(-fd));
+      close_all();
+      return Status::error(-fd);
     }
-    // Bursts of a window of requests arrive at once: room for them.
-    // net.core.rmem_max caps SO_RCVBUF (200 KiB by default); with
-    // CAP_NET_ADMIN the FORCE variants pass the cap.
-    int buf = 4 << 20;
-    if (setsockopt(ep.fd, SOL_SOCKET, SO_RCVBUFFORCE, &buf, sizeof buf) != 0)
-      setsockopt(ep.fd, SOL_SOCKET, SO_RCVBUF, &buf, sizeof buf);
-    if (setsockopt(ep.fd, SOL_SOCKET, SO_SNDBUFFORCE, &buf, sizeof buf) != 0)
-      setsockopt(ep.fd, SOL_SOCKET, SO_SNDBUF, &buf, sizeof buf);
-    sockaddr_storage sa;
-    const socklen_t len = to_sockaddr(gid, port, &sa);
-    if (bind(ep.fd, reinterpret_cast<sockaddr*>(&sa), len) != 0) {
-      const int e = errno;
-      char text[INET6_ADDRSTRLEN] = "?";
-      inet_ntop(ep.version == wire::IpVersion::kV4 ? AF_INET : AF_INET6,
-                ep.version == wire::IpVersion::kV4 ? gid.data() + 12 : gid.data(), text, sizeof text);
-      SV_LOG(kError, "RoCE: cannot bind UDP %s port %u: %s%s", text, static_cast<unsigned>(port), std::strerror(e),
-             e == EADDRINUSE ? " (another process receives for this address)" : "");
-      close(ep.fd);
-      for (Endpoint& o : eps) close(o.fd);
-      return Status::error(e);
-    }
+    ep.fd = fd;
+    ep.port = bound_port(fd);
     eps.push_back(ep);
   }
   host_ = &host;
   dst_port_ = port;
   endpoints_ = std::move(eps);
+  const int e = forwarder_.start(
+      host.seg().path(), host.self(),
+      [this](uint8_t endpoint, const wire::Gid& from, uint16_t from_port, std::span<const uint8_t> ib) {
+        if (endpoint < endpoints_.size()) on_datagram(endpoints_[endpoint], Peer{from, from_port}, ib, false);
+      },
+      [this] { take_over_ports(); });
+  if (e != 0) {
+    SV_LOG(kError, "RoCE: cannot listen for forwarded packets: %s", std::strerror(e));
+    close_all();
+    endpoints_.clear();
+    return Status::error(e);
+  }
   if (port_config().faults.active()) {
     faults_ = std::make_unique<FaultLink>(
         port_config().faults,
-        [this](size_t e, const wire::Gid& to, std::span<const uint8_t> d) { send_raw(endpoints_[e], to, d); },
+        [this](size_t i, const wire::Gid& to, std::span<const uint8_t> d) { send_raw(endpoints_[i], to, d); },
         host.notifier().port_counters());
     faults_->start();
     SV_LOG(kInfo, "RoCE: faults on the wire: %s", fault::format_fault_config(port_config().faults).c_str());
   }
-  for (size_t i = 0; i < endpoints_.size(); ++i) std::thread([this, i] { receive_loop(i); }).detach();
+  for (size_t i = 0; i < endpoints_.size(); ++i)
+    if (endpoints_[i].rx_fd >= 0) std::thread([this, i] { receive_loop(i); }).detach();
   started_ = true;
   return Status::ok();
+}
+
+// The process that received for an address has gone (or never was): bind it
+// and receive for the device from now on.
+void UdpFabric::take_over_ports() {
+  std::lock_guard lock(start_mu_);
+  for (size_t i = 0; i < endpoints_.size(); ++i) {
+    Endpoint& ep = endpoints_[i];
+    if (ep.rx_fd >= 0) continue;
+    const int fd = open_roce_socket(ep.gid, ep.version, dst_port_);
+    if (fd < 0) continue;
+    SV_LOG(kInfo, "RoCE: %s port %u: we receive for the device now", addr_text(ep.gid, ep.version).c_str(),
+           static_cast<unsigned>(dst_port_));
+    ep.rx_fd = fd;
+    std::thread([this, i] { receive_loop(i); }).detach();
+  }
 }
 
 const UdpFabric::Endpoint* UdpFabric::endpoint_for(uint8_t sgid_index) const {
@@ -160,7 +225,7 @@ void UdpFabric::receive_loop(size_t index) {
       msgs[i].msg_hdr.msg_iov = &iov[i];
       msgs[i].msg_hdr.msg_iovlen = 1;
     }
-    const int n = recvmmsg(ep.fd, msgs, kBatch, MSG_WAITFORONE, nullptr);
+    const int n = recvmmsg(ep.rx_fd, msgs, kBatch, MSG_WAITFORONE, nullptr);
     if (n < 0) {
       if (errno == EINTR) continue;
       SV_LOG(kError, "RoCE: receive failed: %s", std::strerror(errno));
@@ -172,7 +237,7 @@ void UdpFabric::receive_loop(size_t index) {
         host_->notifier().port_counters().malformed_packets.fetch_add(1, std::memory_order_relaxed);
         continue;
       }
-      on_datagram(ep, from, {bufs[i], msgs[i].msg_len});
+      on_datagram(ep, from, {bufs[i], msgs[i].msg_len}, true);
     }
   }
 }
@@ -183,7 +248,7 @@ bool UdpFabric::icrc_ok(const Endpoint& ep, const Peer& from, std::span<const ui
   h.src = from.gid;
   h.dst = ep.gid;
   h.src_port = from.port;
-  h.dst_port = ep.port;
+  h.dst_port = dst_port_;  // it came to the device's port, forwarded or not
   uint8_t hdr[wire::kIpv6HeaderBytes + wire::kUdpHeaderBytes];
   const size_t n = wire::roce_write_headers(hdr, h, ib.size());
   if (n == 0 || ib.size() < wire::kBthBytes + wire::kIcrcBytes) return false;
@@ -229,7 +294,7 @@ void UdpFabric::send_raw(const Endpoint& ep, const wire::Gid& to, std::span<cons
   c.xmit_bytes.fetch_add(ib.size(), std::memory_order_relaxed);
 }
 
-void UdpFabric::on_datagram(const Endpoint& ep, const Peer& from, std::span<const uint8_t> ib) {
+void UdpFabric::on_datagram(const Endpoint& ep, const Peer& from, std::span<const uint8_t> ib, bool may_forward) {
   shm::PortCounters& c = host_->notifier().port_counters();
   const wire::PacketView v = wire::PacketView::parse(ib, 4096);
   if (!v.ok()) {
@@ -241,8 +306,15 @@ void UdpFabric::on_datagram(const Endpoint& ep, const Peer& from, std::span<cons
     return;
   }
   const int slot = transport::qp_slot_of(host_->seg(), v.bth().dest_qp);
-  if (slot < 0 || !(host_->seg().qp(static_cast<uint32_t>(slot)).owner == host_->self())) {
+  if (slot < 0) {
     c.unknown_qp_packets.fetch_add(1, std::memory_order_relaxed);
+    return;
+  }
+  const shm::OwnerId owner = host_->seg().qp(static_cast<uint32_t>(slot)).owner;
+  if (!(owner == host_->self())) {
+    // Another process's QP on this device: it gets the packet as it came.
+    if (!may_forward || !forwarder_.forward(owner, static_cast<uint8_t>(&ep - endpoints_.data()), from.gid, from.port, ib))
+      c.unknown_qp_packets.fetch_add(1, std::memory_order_relaxed);
     return;
   }
   // A packet of another transport than the QP's is not for it (IBA 9.6.1.4).

@@ -15,9 +15,9 @@
 // same reconstruction (a peer that sends IPv4 identifications other than 0 —
 // Linux's rxe does — fails it: see DESIGN.md).
 //
-// One process per address receives (the first to bind it); a second process
-// on the same RoCE device can still reach QPs of this host through the host
-// fabric, but not other hosts (modify_qp to RTR fails with EADDRINUSE).
+// One process per address receives (the first to bind it) and forwards the
+// packets of other processes' QPs to them (forwarder.h); they send from
+// sockets of their own.
 #pragma once
 
 #include <atomic>
@@ -28,6 +28,7 @@
 
 #include "fabric/fabric.h"
 #include "fabric/udp/fault_link.h"
+#include "fabric/udp/forwarder.h"
 #include "fabric/udp/udp_host.h"
 #include "wire/packet.h"
 #include "wire/roce_udp.h"
@@ -50,10 +51,11 @@ class UdpFabric final : public Fabric {
 
  private:
   struct Endpoint {
-    int fd = -1;
+    int fd = -1;      // sends
+    int rx_fd = -1;   // receives for the device (bound to the device's port), or -1: another process does
     wire::IpVersion version = wire::IpVersion::kV4;
     wire::Gid gid{};
-    uint16_t port = 0;
+    uint16_t port = 0;  // fd's port: the source port of what we send
   };
   struct Peer {
     wire::Gid gid{};
@@ -62,7 +64,8 @@ class UdpFabric final : public Fabric {
 
   std::optional<TransmitResult> transmit_ud(transport::SendSide& side, transport::SendWqe& wqe);
   void receive_loop(size_t endpoint);
-  void on_datagram(const Endpoint& ep, const Peer& from, std::span<const uint8_t> ib);
+  void on_datagram(const Endpoint& ep, const Peer& from, std::span<const uint8_t> ib, bool may_forward);
+  void take_over_ports();
   void on_request(const Endpoint& ep, const Peer& from, uint32_t qp_slot, const wire::PacketView& v);
   void on_response(const Peer& from, uint32_t qp_slot, const wire::PacketView& v);
 
@@ -79,6 +82,7 @@ class UdpFabric final : public Fabric {
   std::vector<Endpoint> endpoints_;
   uint16_t dst_port_ = wire::kRoceV2Port;
   std::unique_ptr<FaultLink> faults_;  // SOFTVERBS_FAULTS only
+  Forwarder forwarder_;
 };
 
 UdpFabric& udp_fabric();

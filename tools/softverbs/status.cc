@@ -13,6 +13,7 @@
 #include <nlohmann/json.hpp>
 
 #include "fabric/host/peer_memory.h"
+#include "fabric/port_config.h"
 #include "shm/process_registry.h"
 #include "shm/segment.h"
 
@@ -47,12 +48,21 @@ std::string guid_str(uint64_t be) {
 json snapshot(shm::Segment& seg) {
   const shm::SegmentHeader& h = seg.header();
   json j;
-  j["device"] = "softverbs0";
+  const softverbs::fabric::PortConfig& config = softverbs::fabric::port_config();
+  j["device"] = config.device_name;
   j["segment"] = seg.path();
   j["node_guid"] = guid_str(h.node_guid);
-  j["port"] = {{"number", 1},         {"state", "ACTIVE"},  {"link_layer", "InfiniBand"},
-               {"lid", h.lid},        {"sm_lid", h.sm_lid}, {"active_mtu", 4096},
-               {"port_guid", guid_str(h.port_guid)}};
+  if (config.roce) {
+    // An Ethernet port: no LIDs, a RoCE v2 GID per address.
+    j["port"] = {{"number", 1},      {"state", "ACTIVE"}, {"link_layer", "Ethernet"}, {"lid", 0},
+                 {"sm_lid", 0},      {"active_mtu", 128u << config.mtu},
+                 {"port_guid", guid_str(h.port_guid)}, {"udp_port", config.udp_port},
+                 {"gids", config.addrs}};
+  } else {
+    j["port"] = {{"number", 1},  {"state", "ACTIVE"},  {"link_layer", "InfiniBand"},
+                 {"lid", h.lid}, {"sm_lid", h.sm_lid}, {"active_mtu", 4096},
+                 {"port_guid", guid_str(h.port_guid)}};
+  }
   // The header keeps what dead processes counted; live ones count in their slot.
   json counters = json::object();
   auto add = [&](const shm::PortCounters& c) {
@@ -135,6 +145,11 @@ void print_human(const json& j) {
   const json& p = j["port"];
   std::printf("  port 1: %s, %s, LID %u, MTU %u\n", p["state"].get<std::string>().c_str(),
               p["link_layer"].get<std::string>().c_str(), p["lid"].get<unsigned>(), p["active_mtu"].get<unsigned>());
+  if (p.contains("gids")) {
+    std::printf("  RoCE v2, UDP port %u, GIDs:", p["udp_port"].get<unsigned>());
+    for (const json& g : p["gids"]) std::printf(" %s", g.get<std::string>().c_str());
+    std::printf("\n");
+  }
   std::printf("  counters:");
   for (auto& [k, v] : j["counters"].items()) std::printf(" %s=%llu", k.c_str(), v.get<unsigned long long>());
   std::printf("\n  processes: %zu attached\n", j["processes"].size());
@@ -161,15 +176,16 @@ void print_human(const json& j) {
 namespace softverbs::cli {
 
 int run_status(bool as_json) {
-  const std::string path = shm::Segment::default_path();
+  const std::string path = softverbs::fabric::device_segment_path();
+  const std::string name = softverbs::fabric::port_config().device_name;
   softverbs::Result<std::unique_ptr<shm::Segment>> seg = shm::Segment::open(path, /*create=*/false);
   if (!seg.is_ok()) {
     if (seg.code() == ENOENT) {
       if (as_json)
-        std::printf("%s\n", json{{"device", "softverbs0"}, {"segment", path}, {"state", "not created"}}.dump(2).c_str());
+        std::printf("%s\n", json{{"device", name}, {"segment", path}, {"state", "not created"}}.dump(2).c_str());
       else
-        std::printf("softverbs0: no device state yet (%s is created by the first program that opens the device)\n",
-                    path.c_str());
+        std::printf("%s: no device state yet (%s is created by the first program that opens the device)\n",
+                    name.c_str(), path.c_str());
       return 0;
     }
     std::fprintf(stderr, "softverbs status: cannot open %s: %s\n", path.c_str(), std::strerror(seg.code()));

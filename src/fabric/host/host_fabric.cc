@@ -3,6 +3,7 @@
 #include <algorithm>
 #include <cstring>
 
+#include "fabric/host/host_faults.h"
 #include "fabric/host/peer_memory.h"
 #include "fabric/port_config.h"
 #include "shm/process_registry.h"
@@ -143,12 +144,28 @@ std::optional<TransmitResult> HostFabric::transmit(transport::SendSide& s, trans
   port.xmit_packets.fetch_add(w.packets, std::memory_order_relaxed);
   port.xmit_bytes.fetch_add(req.payload.bytes, std::memory_order_relaxed);
 
+  static HostFaults faults(port_config().faults);
+  const HostFaultDraw fault = faults.draw();
+  if (fault.lose_request) {
+    port.faults_dropped.fetch_add(1, std::memory_order_relaxed);
+    return result;  // never arrived: the requester's timer decides
+  }
+
   transport::LocalMemory local_mem;
   PeerMemory peer_mem(seg, target);
   transport::TargetMemory& mem = local ? static_cast<transport::TargetMemory&>(local_mem) : peer_mem;
   result.response = transport::respond(seg, static_cast<uint32_t>(slot), req, mem, *s.notifier);
-
+  if (fault.duplicate) {
+    port.faults_duplicated.fetch_add(1, std::memory_order_relaxed);
+    result.response = transport::respond(seg, static_cast<uint32_t>(slot), req, mem, *s.notifier);
+  }
   using Kind = transport::Response::Kind;
+  if (fault.lose_response) {
+    port.faults_dropped.fetch_add(1, std::memory_order_relaxed);
+    result.response = transport::Response{};  // executed, but its answer is lost
+    return result;
+  }
+
   const transport::Response& resp = result.response;
   if (resp.kind == Kind::kAck || resp.kind == Kind::kDuplicate) {
     if (op->kind == ReqKind::kRead && resp.read_mr != nullptr) {

@@ -1,4 +1,5 @@
 #include "transport/packet_completer.h"
+#include "transport/mtu.h"
 
 #include <algorithm>
 
@@ -17,7 +18,6 @@ namespace {
 using wire::Psn;
 using wire::psn_diff;
 
-uint32_t mtu_bytes(uint8_t mtu) { return 128u << (mtu < IBV_MTU_256 ? 1 : mtu); }
 
 bool answered_by_response(const SendWqe& w) {
   const WrOpcodeInfo* op = wr_opcode(w.opcode);

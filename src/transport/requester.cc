@@ -1,4 +1,5 @@
 #include "transport/requester.h"
+#include "transport/mtu.h"
 
 #include "fabric/fabric.h"
 #include "transport/completer.h"
@@ -11,7 +12,6 @@ namespace softverbs::transport {
 namespace {
 
 
-uint32_t mtu_bytes(uint8_t mtu) { return 128u << (mtu < IBV_MTU_256 ? 1 : mtu); }
 
 // PSNs a message consumes: one per MTU-sized packet, at least one (IBA 9.7.1).
 uint32_t packets_of(const SendWqe& w, uint8_t path_mtu) {

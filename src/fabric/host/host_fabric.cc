@@ -1,4 +1,5 @@
 #include "fabric/host/host_fabric.h"
+#include "transport/mtu.h"
 
 #include <algorithm>
 #include <cstring>
@@ -41,7 +42,7 @@ bool HostFabric::reaches(const shm::Segment& seg, const ibv_ah_attr& ah) {
 
 namespace {
 
-uint64_t mtu_bytes(ibv_mtu mtu) { return 128ull << mtu; }
+using transport::mtu_bytes;
 
 // The port's GID `index` (the sender's, for a UD GRH): the RoCE addresses, or
 // on InfiniBand the link-local prefix plus the port GUID.

@@ -2,6 +2,7 @@
 #include <algorithm>
 
 #include "fabric/host/host_fabric.h"
+#include "transport/mtu.h"
 #include "fabric/port_config.h"
 #include "fabric/udp/udp_fabric.h"
 #include "transport/local_sges.h"
@@ -15,7 +16,7 @@ namespace {
 using transport::ReqKind;
 using wire::Opcode;
 
-uint32_t mtu_bytes(uint8_t mtu) { return 128u << (mtu < IBV_MTU_256 ? 1 : mtu); }
+using transport::mtu_bytes;
 
 // IBA 9.2 / Table 38: the opcode of packet `first`/`last` of an RC SEND or WRITE.
 Opcode rc_opcode(ReqKind kind, bool first, bool last, bool imm) {
@@ -96,32 +97,6 @@ std::optional<TransmitResult> UdpFabric::transmit(transport::SendSide& s, transp
   h.bth.dest_qp = s.dest_qpn;
   h.bth.pkey = 0xffff;
 
-  if (s.qp_type == IBV_QPT_UC) {
-    // UC: RC's packets with UC opcodes, and nothing comes back: done once sent.
-    for (uint32_t k = 0; k < w.packets; ++k) {
-      const bool first = k == 0;
-      const bool last = k + 1 == w.packets;
-      const uint64_t offset = static_cast<uint64_t>(k) * mtu;
-      const uint32_t len = static_cast<uint32_t>(std::min<uint64_t>(mtu, list.bytes - std::min(list.bytes, offset)));
-      h.bth.opcode = uc_opcode(rc_opcode(op->kind, first, last, op->has_imm));
-      h.bth.psn = wire::psn_add(wire::Psn(w.psn), k);
-      h.bth.solicited = last && (w.send_flags & IBV_SEND_SOLICITED) != 0;
-      if (first) {
-        h.reth.va = w.remote_addr;
-        h.reth.rkey = w.rkey;
-        h.reth.dma_length = static_cast<uint32_t>(list.bytes);
-      }
-      h.immdt.value = be32toh(w.imm_data);
-      wire::PacketBuilder b(buf);
-      if (b.build(h, len) != wire::PacketError::kOk) break;
-      transport::IoCursor c(list, offset);
-      transport::gather_into(b.payload().data(), c, len);
-      send(*ep, dst, b.packet());
-    }
-    result.response.kind = transport::Response::Kind::kAck;
-    return result;
-  }
-
   if (op->kind == ReqKind::kRead || op->kind == ReqKind::kCmpSwap || op->kind == ReqKind::kFetchAdd) {
     h.bth.ack_req = true;
     h.bth.psn = wire::Psn(start_psn);
@@ -145,14 +120,17 @@ std::optional<TransmitResult> UdpFabric::transmit(transport::SendSide& s, transp
     return std::nullopt;
   }
 
-  for (uint32_t k = skip; k < w.packets; ++k) {
+  // UC: RC's packets with UC opcodes, and nothing comes back: done once sent.
+  const bool uc = s.qp_type == IBV_QPT_UC;
+  for (uint32_t k = uc ? 0 : skip; k < w.packets; ++k) {
     const bool first = k == 0;
     const bool last = k + 1 == w.packets;
     const uint64_t offset = static_cast<uint64_t>(k) * mtu;
     const uint32_t len = static_cast<uint32_t>(std::min<uint64_t>(mtu, list.bytes - std::min(list.bytes, offset)));
-    h.bth.opcode = rc_opcode(op->kind, first, last, op->has_imm);
+    const Opcode rc = rc_opcode(op->kind, first, last, op->has_imm);
+    h.bth.opcode = uc ? uc_opcode(rc) : rc;
     h.bth.psn = wire::psn_add(wire::Psn(w.psn), k);
-    h.bth.ack_req = last || (k + 1) % kAckEvery == 0;
+    h.bth.ack_req = !uc && (last || (k + 1) % kAckEvery == 0);
     h.bth.solicited = last && (w.send_flags & IBV_SEND_SOLICITED) != 0;
     if (first) {
       h.reth.va = w.remote_addr;
@@ -165,6 +143,10 @@ std::optional<TransmitResult> UdpFabric::transmit(transport::SendSide& s, transp
     transport::IoCursor c(list, offset);
     transport::gather_into(b.payload().data(), c, len);
     send(*ep, dst, b.packet());
+  }
+  if (uc) {
+    result.response.kind = transport::Response::Kind::kAck;
+    return result;
   }
   transport::start_ack_timer(s);
   return std::nullopt;

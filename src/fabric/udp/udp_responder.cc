@@ -5,6 +5,7 @@
 #include <cstring>
 
 #include "fabric/port_config.h"
+#include "transport/mtu.h"
 #include "fabric/udp/udp_fabric.h"
 #include "transport/packet_completer.h"
 #include "transport/responder.h"
@@ -20,7 +21,7 @@ using transport::Response;
 using wire::OpFlag;
 using wire::Opcode;
 
-uint32_t mtu_bytes(uint8_t mtu) { return 128u << (mtu < IBV_MTU_256 ? 1 : mtu); }
+using transport::mtu_bytes;
 
 struct PeerCheck {
   const wire::Gid* from;

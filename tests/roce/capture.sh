@@ -9,9 +9,10 @@
 #     COMPARE SWAP, FETCH ADD, ACKNOWLEDGE and ATOMIC ACKNOWLEDGE;
 #   - request PSNs, per (source, destination, destination QP) of one run,
 #     advance by one per packet modulo 2^24 (a READ REQUEST by the number of
-#     response packets it asks for); response PSNs strictly increase.  A PSN
-#     that goes back (a retransmission) passes only when the kernel counted a
-#     lost UDP datagram in either namespace; a PSN that skips ahead never does;
+#     response packets it asks for). A request PSN that skips ahead fails; one
+#     that goes back is a go-back-N retransmission (after a loss, or an ACK
+#     timeout on a loaded machine), reported with the kernel's drop count but
+#     allowed, as the spec allows it;
 #   - icrc_check.py recomputes every ICRC independently of src/wire/icrc*.
 #   capture.sh <dir of libibverbs.so.1>   (CAPTURE_KEEP=<dir> keeps the pcaps)
 #   capture.sh --check <pcap>...          only the checks, on these captures
@@ -191,7 +192,8 @@ for pcap in "${captures[@]}"; do
       }
       END {
         printf "%s: %d requests, %d responses; PSN gaps %d, PSNs going back %d\n", name, nreq, nresp, gap, back
-        if (gap > 0 || (back > 0 && drops == 0)) exit 1
+        if (back > 0) printf "%s: %d retransmissions (UDP datagrams the kernels dropped: %d)\n", name, back, drops
+        if (gap > 0) exit 1
       }' "$work/psn.txt"; then
     echo "FAIL: $name: PSN sequence"; fail=1
   fi

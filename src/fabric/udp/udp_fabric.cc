@@ -128,6 +128,8 @@ Status UdpFabric::start(UdpHost& host, const std::vector<wire::Gid>& gids, uint1
   std::vector<Endpoint> eps;
   auto close_all = [&] {
     for (Endpoint& o : eps) {
+      for (size_t k = 1; k < kTxSockets; ++k)
+        if (o.tx_fd[k] != o.fd) close(o.tx_fd[k]);
       close(o.fd);
       if (o.rx_fd >= 0 && o.rx_fd != o.fd) close(o.rx_fd);
     }
@@ -153,6 +155,13 @@ Status UdpFabric::start(UdpHost& host, const std::vector<wire::Gid>& gids, uint1
     }
     ep.fd = fd;
     ep.port = bound_port(fd);
+    ep.tx_fd[0] = fd;
+    ep.tx_port[0] = ep.port;
+    for (size_t k = 1; k < kTxSockets; ++k) {
+      const int t = open_roce_socket(gid, ep.version, 0);
+      ep.tx_fd[k] = t >= 0 ? t : fd;  // without it, that flow shares the first port
+      ep.tx_port[k] = t >= 0 ? bound_port(t) : ep.port;
+    }
     eps.push_back(ep);
   }
   host_ = &host;
@@ -256,12 +265,19 @@ bool UdpFabric::icrc_ok(const Endpoint& ep, const Peer& from, std::span<const ui
   return crc && *crc == load_le32(ib.data() + ib.size() - wire::kIcrcBytes);
 }
 
+size_t UdpFabric::tx_socket_of(std::span<const uint8_t> ib) {
+  if (ib.size() < wire::kBthBytes) return 0;
+  const uint32_t dest_qp = uint32_t{ib[5]} << 16 | uint32_t{ib[6]} << 8 | ib[7];
+  return (dest_qp * 0x9e3779b1u) >> 29;  // kTxSockets == 8
+}
+
 void UdpFabric::send(const Endpoint& ep, const wire::Gid& to, std::span<uint8_t> ib) {
+  static_assert(kTxSockets == 8);
   wire::RoceUdpHeader h;
   h.version = ep.version;
   h.src = ep.gid;
   h.dst = to;
-  h.src_port = ep.port;
+  h.src_port = ep.tx_port[tx_socket_of(ib)];
   h.dst_port = dst_port_;
   uint8_t hdr[wire::kIpv6HeaderBytes + wire::kUdpHeaderBytes];
   const size_t n = wire::roce_write_headers(hdr, h, ib.size());
@@ -285,7 +301,9 @@ void UdpFabric::send_raw(const Endpoint& ep, const wire::Gid& to, std::span<cons
   const socklen_t len = to_sockaddr(to, dst_port_, &sa);
   // A full socket buffer or an unreachable peer is a lost packet: the
   // requester's timers recover it, as they would on a wire.
-  if (sendto(ep.fd, ib.data(), ib.size(), MSG_DONTWAIT, reinterpret_cast<sockaddr*>(&sa), len) < 0) {
+  // The socket the ICRC was computed for (a corrupted QPN picks another: the
+  // receiver drops it either way).
+  if (sendto(ep.tx_fd[tx_socket_of(ib)], ib.data(), ib.size(), MSG_DONTWAIT, reinterpret_cast<sockaddr*>(&sa), len) < 0) {
     c.send_errors.fetch_add(1, std::memory_order_relaxed);
     SV_LOG_RATELIMITED(kDebug, "RoCE: send failed: %s", std::strerror(errno));
     return;

@@ -50,13 +50,21 @@ class UdpFabric final : public Fabric {
   bool can_transmit(const transport::SendSide& side, const transport::SendWqe& wqe) override;
 
  private:
+  // Sockets a packet may leave from, picked by destination QP: the UDP
+  // source port is the flow entropy of RoCEv2 (annex A17.4.3), one per QP
+  // as ECMP and receive-side scaling expect.
+  static constexpr size_t kTxSockets = 8;
   struct Endpoint {
-    int fd = -1;      // sends
+    int fd = -1;      // sends (tx_fd[0])
     int rx_fd = -1;   // receives for the device (bound to the device's port), or -1: another process does
     wire::IpVersion version = wire::IpVersion::kV4;
     wire::Gid gid{};
-    uint16_t port = 0;  // fd's port: the source port of what we send
+    uint16_t port = 0;  // fd's port
+    int tx_fd[kTxSockets] = {};
+    uint16_t tx_port[kTxSockets] = {};
   };
+  // Which of an endpoint's sockets the packet `ib` leaves from.
+  static size_t tx_socket_of(std::span<const uint8_t> ib);
   struct Peer {
     wire::Gid gid{};
     uint16_t port = 0;

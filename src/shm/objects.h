@@ -159,6 +159,8 @@ struct ResponderState {
 
 // Per-QP counters, at least what Linux Soft-RoCE exposes.
 struct QpCounters {
+  std::atomic<uint64_t> sent_packets;      // requests, retransmissions included
+  std::atomic<uint64_t> received_packets;  // requests that reached the responder
   std::atomic<uint64_t> sent_messages;
   std::atomic<uint64_t> received_messages;
   std::atomic<uint64_t> sent_bytes;

@@ -111,7 +111,9 @@ json snapshot(shm::Segment& seg) {
                    {"host_path", softverbs::fabric::host::path_name(
                                      static_cast<softverbs::fabric::host::Path>(q.host_path))},
                    {"counters",
-                    {{"sent_messages", k.sent_messages.load()},
+                    {{"sent_packets", k.sent_packets.load()},
+                     {"received_packets", k.received_packets.load()},
+                     {"sent_messages", k.sent_messages.load()},
                      {"sent_bytes", k.sent_bytes.load()},
                      {"received_messages", k.received_messages.load()},
                      {"received_bytes", k.received_bytes.load()},
@@ -159,15 +161,16 @@ void print_human(const json& j) {
   std::printf("  QPs: %zu   CQs: %u   MRs: %u (%u mappable)\n", j["qps"].size(), j["cqs"].get<unsigned>(),
               j["mrs"]["registered"].get<unsigned>(), j["mrs"]["mappable"].get<unsigned>());
   if (!j["qps"].empty())
-    std::printf("    %-8s %-4s %-5s %-8s %-8s %-7s %10s %10s %6s %6s\n", "QPN", "type", "state", "pid", "dest",
-                "path", "sent", "received", "rnr", "retry");
+    std::printf("    %-8s %-4s %-5s %-8s %-8s %-7s %10s %10s %6s %6s %6s %6s\n", "QPN", "type", "state", "pid", "dest",
+                "path", "sent", "received", "rnr", "retry", "dup", "oos");
   for (const json& q : j["qps"]) {
     const json& k = q["counters"];
-    std::printf("    %#-8x %-4s %-5s %-8d %#-8x %-7s %10llu %10llu %6llu %6llu\n", q["qpn"].get<unsigned>(),
+    std::printf("    %#-8x %-4s %-5s %-8d %#-8x %-7s %10llu %10llu %6llu %6llu %6llu %6llu\n", q["qpn"].get<unsigned>(),
                 q["type"].get<std::string>().c_str(), q["state"].get<std::string>().c_str(), q["pid"].get<int>(),
                 q["dest_qpn"].get<unsigned>(), q["host_path"].get<std::string>().c_str(),
                 k["sent_messages"].get<unsigned long long>(), k["received_messages"].get<unsigned long long>(),
-                k["rnr_naks_received"].get<unsigned long long>(), k["retries"].get<unsigned long long>());
+                k["rnr_naks_received"].get<unsigned long long>(), k["retries"].get<unsigned long long>(),
+                k["duplicate_requests"].get<unsigned long long>(), k["out_of_sequence"].get<unsigned long long>());
   }
 }
 

@@ -116,6 +116,7 @@ std::optional<TransmitResult> UdpFabric::transmit(transport::SendSide& s, transp
     }
     wire::PacketBuilder b(buf);
     if (b.build(h, 0) == wire::PacketError::kOk) send(*ep, dst, b.packet());
+    s.shared->counters.sent_packets.fetch_add(1, std::memory_order_relaxed);
     transport::start_ack_timer(s);
     return std::nullopt;
   }
@@ -143,6 +144,7 @@ std::optional<TransmitResult> UdpFabric::transmit(transport::SendSide& s, transp
     transport::IoCursor c(list, offset);
     transport::gather_into(b.payload().data(), c, len);
     send(*ep, dst, b.packet());
+    s.shared->counters.sent_packets.fetch_add(1, std::memory_order_relaxed);
   }
   if (uc) {
     result.response.kind = transport::Response::Kind::kAck;
@@ -193,6 +195,7 @@ std::optional<TransmitResult> UdpFabric::transmit_ud(transport::SendSide& s, tra
     wire::Gid dst;
     std::memcpy(dst.data(), w.ah->grh.dgid.raw, 16);
     send(*ep, dst, b.packet());
+    s.shared->counters.sent_packets.fetch_add(1, std::memory_order_relaxed);
   }
   result.response.kind = transport::Response::Kind::kAck;
   return result;

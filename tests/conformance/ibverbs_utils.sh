@@ -73,13 +73,13 @@ case $scenario in
     for path in map cma bounce; do SOFTVERBS_HOST_PATH=$path pingpong ibv_rc_pingpong -s 100000 -n 2000; done
     ;;
   uc_pingpong)
-    for size in 1 4096 65536; do pingpong ibv_uc_pingpong -s "$size" -n 2000; done
-    pingpong ibv_uc_pingpong -g 0 -s 4096 -n 2000
+    for size in 1 4096 65536; do pingpong ibv_uc_pingpong -s "$size" -n 2000 -c; done
+    pingpong ibv_uc_pingpong -g 0 -s 4096 -n 2000 -c
     ;;
   ud_pingpong)
     # UD messages are one MTU at most (the port's: 4096).
-    for size in 1 1024 4096; do pingpong ibv_ud_pingpong -s "$size" -n 2000; done
-    pingpong ibv_ud_pingpong -g 0 -s 2048 -n 2000
+    for size in 1 1024 4096; do pingpong ibv_ud_pingpong -s "$size" -n 2000 -c; done
+    pingpong ibv_ud_pingpong -g 0 -s 2048 -n 2000 -c
     pingpong ibv_ud_pingpong -e -n 1000
     ;;
   *) fail "unknown scenario $scenario" ;;

@@ -23,19 +23,20 @@ cleanup() {
 trap cleanup EXIT
 
 addr_a=$ADDR_A addr_b=$ADDR_B
-args=(-g 0 -n 200)
+args=(-g 0 -n 200 -c)
 mtu=1024
 prog=ibv_rc_pingpong
 case $scenario in
-  uc) prog=ibv_uc_pingpong; args=(-g 0 -n 200 -s 5000) ;;
-  uc-v6) prog=ibv_uc_pingpong; addr_a=$ADDR6_A addr_b=$ADDR6_B ;;
+  # -c: the receiver checks every byte of every message.
+  uc) prog=ibv_uc_pingpong; args=(-g 0 -n 200 -s 5000 -c) ;;
+  uc-v6) prog=ibv_uc_pingpong; args=(-g 0 -n 200 -c); addr_a=$ADDR6_A addr_b=$ADDR6_B ;;
   # A UD message is one MTU at most.
-  ud) prog=ibv_ud_pingpong; args=(-g 0 -n 200 -s 1024) ;;
-  ud-v6) prog=ibv_ud_pingpong; args=(-g 0 -n 200 -s 512); addr_a=$ADDR6_A addr_b=$ADDR6_B ;;
+  ud) prog=ibv_ud_pingpong; args=(-g 0 -n 200 -s 1024 -c) ;;
+  ud-v6) prog=ibv_ud_pingpong; args=(-g 0 -n 200 -s 512 -c); addr_a=$ADDR6_A addr_b=$ADDR6_B ;;
   v4) ;;
   v6) addr_a=$ADDR6_A addr_b=$ADDR6_B ;;
-  big) args=(-g 0 -n 20 -s 1048576) ;;
-  mtu4096) mtu=4096; args=(-g 0 -n 100 -s 65536 -m 4096) ;;
+  big) args=(-g 0 -n 20 -s 1048576 -c) ;;
+  mtu4096) mtu=4096; args=(-g 0 -n 100 -s 65536 -m 4096 -c) ;;
   *) echo "unknown scenario $scenario" >&2; exit 2 ;;
 esac
 port=$(( 20000 + $$ % 20000 ))

@@ -8,6 +8,7 @@
 #include "transport/mtu.h"
 #include "fabric/udp/udp_fabric.h"
 #include "transport/packet_completer.h"
+#include "transport/packet_request.h"
 #include "transport/responder.h"
 #include "transport/target_memory.h"
 #include "wire/psn.h"
@@ -34,13 +35,6 @@ void check_peer(transport::SendSide& s, void* arg) {
   c->matches = s.ah.is_global && std::memcmp(s.ah.grh.dgid.raw, c->from->data(), 16) == 0;
 }
 
-ReqKind kind_of(const wire::OpcodeInfo& info, Opcode op) {
-  if (info.any(OpFlag::kSend)) return ReqKind::kSend;
-  if (info.any(OpFlag::kWrite)) return ReqKind::kWrite;
-  if (info.any(OpFlag::kRead)) return ReqKind::kRead;
-  return op == Opcode::kRcCompareSwap ? ReqKind::kCmpSwap : ReqKind::kFetchAdd;
-}
-
 }  // namespace
 
 void UdpFabric::on_request(const Endpoint& ep, const Peer& from, uint32_t slot, const wire::PacketView& v) {
@@ -54,55 +48,20 @@ void UdpFabric::on_request(const Endpoint& ep, const Peer& from, uint32_t slot, 
     c.dropped_requests.fetch_add(1, std::memory_order_relaxed);
     return;
   }
-  const wire::OpcodeInfo& info = v.info();
-  // Invalidation needs memory windows, which this device has none of.
-  if (info.any(OpFlag::kInvalidate)) {
-    c.dropped_requests.fetch_add(1, std::memory_order_relaxed);
-    return;
-  }
-  // FIRST and MIDDLE packets carry exactly one path MTU, none more (IBA 9.7.4.1.5).
   const uint32_t mtu = mtu_bytes(ud ? static_cast<uint8_t>(port_config().mtu) : qp.path_mtu);
-  const bool last = info.any(OpFlag::kLast);
-  if (v.payload_length() > mtu || (!last && v.payload_length() != mtu)) {
-    c.malformed_packets.fetch_add(1, std::memory_order_relaxed);
-    return;
-  }
-
-  iovec iov{const_cast<uint8_t*>(v.payload().data()), v.payload_length()};
+  iovec iov;
   transport::Request req;
-  req.kind = kind_of(info, v.opcode());
-  req.first = info.any(OpFlag::kFirst);
-  req.last = last;
-  req.has_imm = info.any(OpFlag::kImmediate);
-  req.solicited = bth.solicited;
-  req.psn = bth.psn.value();
-  req.dest_qpn = bth.dest_qp;
-  req.src_qpn = qp.dest_qpn;
-  req.payload = {&iov, 1, v.payload_length()};
-  if (v.has(wire::Header::kReth)) {
-    const wire::Reth r = v.reth();
-    req.va = r.va;
-    req.rkey = r.rkey;
-    req.dma_length = r.dma_length;
-  }
-  if (v.has(wire::Header::kAtomicEth)) {
-    const wire::AtomicEth a = v.atomic_eth();
-    req.va = a.va;
-    req.rkey = a.rkey;
-    req.compare_add = req.kind == ReqKind::kCmpSwap ? a.compare : a.swap_add;
-    req.swap = a.swap_add;
-    req.dma_length = 8;
-  }
-  if (req.has_imm) req.imm = htobe32(v.immdt().value);
-  if (req.kind == ReqKind::kRead) req.packets = std::max<uint32_t>(1, (req.dma_length + mtu - 1) / mtu);
-  uint8_t grh[wire::kUdGrhBytes];
-  if (ud) {
-    if (!v.has(wire::Header::kDeth)) {
+  switch (transport::request_from_packet(v, qp, mtu, &iov, &req)) {
+    case transport::PacketVerdict::kRequest: break;
+    case transport::PacketVerdict::kDropped:
+      c.dropped_requests.fetch_add(1, std::memory_order_relaxed);
+      return;
+    case transport::PacketVerdict::kMalformed:
       c.malformed_packets.fetch_add(1, std::memory_order_relaxed);
       return;
-    }
-    req.qkey = v.deth().qkey;
-    req.src_qpn = v.deth().src_qp;
+  }
+  uint8_t grh[wire::kUdGrhBytes];
+  if (ud) {
     // The receive buffer's first 40 bytes: the IP header this datagram came in.
     wire::UdGrhFields f;
     f.sgid = from.gid;

@@ -18,27 +18,39 @@ fi
 tree=$(cd "$1" && pwd)
 seconds=$2
 
-cmake --build "$tree" --target wire_fuzzer wire_fuzz_corpus > "$tree/fuzz-build.log" 2>&1 ||
-  { cat "$tree/fuzz-build.log"; echo "run_fuzz.sh: the fuzzer does not build" >&2; exit 1; }
-fuzzer=$tree/bin/wire_fuzzer
+cmake --build "$tree" --target wire_fuzzer responder_fuzzer wire_fuzz_corpus > "$tree/fuzz-build.log" 2>&1 ||
+  { cat "$tree/fuzz-build.log"; echo "run_fuzz.sh: the fuzzers do not build" >&2; exit 1; }
 work=$tree/fuzz
-rm -rf "$work/seed" "$work/artifacts"
-mkdir -p "$work/corpus" "$work/artifacts"
+rm -rf "$work/seed" "$work/seed-responder" "$work/artifacts"
+mkdir -p "$work/corpus" "$work/corpus-responder" "$work/artifacts" "$work/seed-responder"
 "$tree/bin/wire_fuzz_corpus" "$work/seed"
+# The responder fuzzer's inputs are a byte choosing the QP (transport, MTU,
+# PSN aligned or not) and an IB packet: every seed packet, for a few QPs.
+for f in "$work"/seed/*; do
+  for q in 00 80 81 82 84 86; do  # byte % 3: RC, UC, UD; bit 7: PSN aligned
+    { printf "\x$q"; cat "$f"; } > "$work/seed-responder/$q-$(basename "$f")"
+  done
+done
 
 export ASAN_OPTIONS=${ASAN_OPTIONS:-detect_leaks=1:abort_on_error=0}
 export UBSAN_OPTIONS=${UBSAN_OPTIONS:-halt_on_error=1:print_stacktrace=1}
 
+# The time goes half to the parsers, half to the responder behind them.
 # max_len covers a 4096-byte payload with the longest headers in IPv6 framing.
 status=0
-"$fuzzer" -max_total_time="$seconds" -max_len=4300 -timeout=10 -rss_limit_mb=2048 \
-  -print_final_stats=1 -artifact_prefix="$work/artifacts/" \
-  "$work/corpus" "$work/seed" > "$work/last_run.log" 2>&1 || status=$?
-tail -n 25 "$work/last_run.log"
+half=$(( (seconds + 1) / 2 ))
+run() {  # run <fuzzer> <corpus> <seeds>
+  "$tree/bin/$1" -max_total_time="$half" -max_len=4300 -timeout=10 -rss_limit_mb=2048 \
+    -print_final_stats=1 -artifact_prefix="$work/artifacts/$1-" \
+    "$2" "$3" > "$work/$1.log" 2>&1 || status=$?
+  echo "--- $1"; tail -n 12 "$work/$1.log"
+}
+run wire_fuzzer "$work/corpus" "$work/seed"
+run responder_fuzzer "$work/corpus-responder" "$work/seed-responder"
 
 findings=$(find "$work/artifacts" -type f | wc -l)
 if [ "$status" -ne 0 ] || [ "$findings" -ne 0 ]; then
-  echo "run_fuzz.sh: FAILED (exit $status, $findings finding(s) in $work/artifacts; full log $work/last_run.log)" >&2
+  echo "run_fuzz.sh: FAILED (exit $status, $findings finding(s) in $work/artifacts; logs $work/*_fuzzer.log)" >&2
   exit 1
 fi
-echo "run_fuzz.sh: no findings in ${seconds}s ($(find "$work/corpus" -type f | wc -l) inputs in corpus)"
+echo "run_fuzz.sh: no findings in ${seconds}s ($(find "$work/corpus" "$work/corpus-responder" -type f | wc -l) inputs in the corpora)"

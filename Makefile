@@ -6,7 +6,7 @@ JOBS       ?= $(shell nproc)
 CMAKE_ARGS ?=
 CTEST_ARGS ?=
 
-.PHONY: all deps build demo check check-fast check-sanitize check-asan check-tsan check-fuzz clean
+.PHONY: all deps build demo check check-fast check-sanitize check-asan check-tsan check-fuzz bench clean
 
 all: build
 
@@ -49,6 +49,15 @@ check-fuzz: deps
 	CC=clang-14 CXX=clang++-14 cmake -S . -B $(BUILD)-fuzz -G Ninja -DCMAKE_BUILD_TYPE=RelWithDebInfo \
 	      -DSOFTVERBS_WERROR=ON -DSOFTVERBS_FUZZ=ON -DSOFTVERBS_TESTS_ONLY=ON $(CMAKE_ARGS)
 	tests/fuzz/run_fuzz.sh $(BUILD)-fuzz $(FUZZ_SECONDS)
+
+# softverbs against its peers (UCX, libfabric) and the machine's limits:
+# bench/results/<UTC>.json, docs/PERFORMANCE.md, docs/perf/bw_vs_size.png.
+# Debian's python3 (python3-matplotlib draws the plot), not whatever is first on PATH.
+BENCH_PYTHON ?= /usr/bin/python3
+BENCH_ARGS   ?=
+
+bench: build
+	SOFTVERBS_BENCH_VIA="make bench" $(BENCH_PYTHON) bench/run.py --build $(BUILD) $(BENCH_ARGS)
 
 clean:
 	rm -rf $(BUILD) $(BUILD)-asan $(BUILD)-tsan $(BUILD)-fuzz

@@ -1,0 +1,835 @@
+#!/usr/bin/env python3
+"""make bench: softverbs against its peers and the machine's limits, in one go.
+
+Runs Debian's perftest on the host device (softverbs0) and on the RoCE device
+(softverbs_roce0, between two network namespaces), UCX's ucx_perftest and
+libfabric's fi_pingpong as peers, and the small limit programs of bench/limits
+(memcpy, cache-line ping-pong, raw UDP, TCP). Every figure is the median of
+--runs runs (>= 5 unless --quick). Writes bench/results/<UTC>.json,
+docs/PERFORMANCE.md (from bench/PERFORMANCE.md.in) and docs/perf/bw_vs_size.png.
+
+Every process it starts gets its own session; it is stopped by its PID (the
+group it leads) when its run ends, on a timeout and on exit.
+"""
+import argparse
+import atexit
+import datetime
+import json
+import os
+import platform
+import re
+import shlex
+import signal
+import socket
+import statistics
+import subprocess
+import sys
+import tempfile
+import time
+from pathlib import Path
+
+REPO = Path(__file__).resolve().parent.parent
+BENCH = REPO / "bench"
+MIB = 1 << 20
+
+PROCS = []          # every Popen this script started
+ARGS = None
+TMP = None          # bench/results/tmp/<run>/
+T0 = time.time()
+DATA = {"measurements": {}, "skipped": [], "notes": []}
+
+
+# --------------------------------------------------------------------------- processes
+
+def start(cmd, env=None, ns=None, out=subprocess.PIPE):
+    """Starts cmd (in network namespace ns if given) as the leader of its own session."""
+    full = (["ip", "netns", "exec", ns] if ns else []) + [str(c) for c in cmd]
+    e = dict(os.environ)
+    e.update(env or {})
+    p = subprocess.Popen(full, env=e, stdout=out, stderr=subprocess.STDOUT,
+                         stdin=subprocess.DEVNULL, start_new_session=True, text=True)
+    PROCS.append(p)
+    return p
+
+
+def stop(p, grace=2.0):
+    """Ends p (and the group it leads) by its PID: TERM, then KILL."""
+    if p.poll() is None:
+        for sig, wait in ((signal.SIGTERM, grace), (signal.SIGKILL, 5.0)):
+            try:
+                os.killpg(p.pid, sig)
+            except ProcessLookupError:
+                break
+            try:
+                p.wait(wait)
+                break
+            except subprocess.TimeoutExpired:
+                pass
+    else:
+        try:  # a child the leader left behind
+            os.killpg(p.pid, signal.SIGKILL)
+        except (ProcessLookupError, PermissionError):
+            pass
+    if p in PROCS:
+        PROCS.remove(p)
+
+
+def cleanup():
+    for p in list(PROCS):
+        stop(p, grace=0.5)
+
+
+def on_signal(signum, _frame):
+    cleanup()
+    sys.exit(128 + signum)
+
+
+def run_one(cmd, env=None, ns=None, timeout=60):
+    p = start(cmd, env, ns)
+    try:
+        out, _ = p.communicate(timeout=timeout)
+    except subprocess.TimeoutExpired:
+        stop(p)
+        out, _ = p.communicate()
+        return 124, (out or "") + "\n[bench: timed out after %ss]" % timeout
+    stop(p)
+    return p.returncode, out or ""
+
+
+def run_pair(server, client, env_s=None, env_c=None, ns_s=None, ns_c=None, timeout=60,
+             retry=None, wait_server=True):
+    """Starts server, then client (rerun while its output matches retry and the
+    server lives); returns (client rc, client output, server output)."""
+    log = tempfile.NamedTemporaryFile("w+", dir=TMP, prefix="server-", suffix=".out", delete=False)
+    srv = start(server, env_s, ns_s, out=log)
+    deadline = time.time() + timeout
+    rc, out = 1, ""
+    for _ in range(200):
+        rc, out = run_one(client, env_c, ns_c, timeout=max(1, deadline - time.time()))
+        if rc != 0 and retry and re.search(retry, out) and srv.poll() is None and time.time() < deadline:
+            time.sleep(0.1)
+            continue
+        break
+    if wait_server:
+        try:
+            srv.wait(max(1, min(10, deadline - time.time())))
+        except subprocess.TimeoutExpired:
+            pass
+    stop(srv)
+    log.seek(0)
+    srv_out = log.read()
+    log.close()
+    os.unlink(log.name)
+    return rc, out, srv_out
+
+
+def free_port():
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return s.getsockname()[1]
+
+
+def cmdline(cmd, env=None, ns=None):
+    pre = "ip netns exec %s " % ns if ns else ""
+    envs = " ".join("%s=%s" % kv for kv in sorted((env or {}).items()))
+    line = (pre + (envs + " " if envs else "") + " ".join(shlex.quote(str(c)) for c in cmd)).strip()
+    return line.replace(str(REPO) + "/", "")  # paths relative to the repository root
+
+
+# --------------------------------------------------------------------------- bookkeeping
+
+def over_budget():
+    return time.time() - T0 > ARGS.budget
+
+
+def record(key, label, group, command, values, unit, note=None):
+    values = [v for v in values if v is not None]
+    m = {"label": label, "group": group, "command": command, "runs": values, "unit": unit,
+         "median": statistics.median(values) if values else None}
+    if note:
+        m["note"] = note
+    DATA["measurements"][key] = m
+    shown = "%.4g %s" % (m["median"], unit) if values else "FAILED"
+    print("  %-44s %-16s (%d runs, %.0fs)" % (label, shown, len(values), time.time() - T0), flush=True)
+    return m
+
+
+def skip(what, why):
+    DATA["skipped"].append({"what": what, "why": why})
+    print("  SKIP %s: %s" % (what, why), flush=True)
+
+
+def repeat(fn, runs=None):
+    """Runs fn() runs times; fn returns a value, a tuple of values, or None (failed)."""
+    vals = []
+    for _ in range(runs or ARGS.runs):
+        if over_budget():
+            break
+        vals.append(fn())
+    return vals
+
+
+def bw_iters(size, cap=100000, budget_bytes=512 * MIB, floor=200):
+    n = max(floor, min(cap, budget_bytes // size))
+    return max(5, n // 10) if ARGS.quick else n
+
+
+# --------------------------------------------------------------------------- perftest (softverbs)
+
+PT_RETRY = r"Couldn't connect|Unable to open file descriptor"
+
+
+def parse_perftest(tool, out):
+    """The first result row: latency tools -> t_typical (us); bw tools -> (GB/s, Mpps)."""
+    lines = out.splitlines()
+    for i, line in enumerate(lines):
+        if "#bytes" in line:
+            for row in lines[i + 1:]:
+                f = row.split()
+                if len(f) >= 5 and f[0].isdigit():
+                    if tool.endswith("_lat"):
+                        return float(f[4])
+                    return (float(f[3]) * MIB / 1e9, float(f[4]))
+            break
+    return None
+
+
+def perftest_once(tool, size, iters, roce=None, faults=None):
+    port = free_port()
+    opts = ["-p", port, "-F", "-n", iters]
+    if tool != "ib_atomic_lat":
+        opts += ["-s", size]
+    if roce is None:
+        env = {"LD_LIBRARY_PATH": str(ARGS.lib), "SOFTVERBS_DEVICE_PATH": HOST_SEGMENT}
+        opts = ["-d", "softverbs0"] + opts
+        rc, out, sout = run_pair([tool] + opts, [tool] + opts + ["localhost"], env, env,
+                                 timeout=ARGS.timeout, retry=PT_RETRY)
+        cmd = cmdline([tool] + opts + ["localhost"], env)
+    else:
+        opts = ["-d", "softverbs_roce0", "-x", "0"] + opts
+        env_a, env_b = roce.env("a", faults), roce.env("b", faults)
+        rc, out, sout = run_pair([tool] + opts, [tool] + opts + [roce.addr_a], env_a, env_b,
+                                 roce.ns_a, roce.ns_b, timeout=ARGS.timeout, retry=PT_RETRY)
+        cmd = cmdline([tool] + opts + [roce.addr_a], env_b, roce.ns_b)
+    value = parse_perftest(tool, out) if rc == 0 else None
+    if value is None:
+        note_failure(cmd, rc, out, sout)
+    return value, cmd
+
+
+def note_failure(cmd, rc, out, sout):
+    tail = "\n".join(out.strip().splitlines()[-4:])
+    stail = "\n".join(sout.strip().splitlines()[-3:])
+    print("    run failed (rc %s): %s\n      %s\n      server: %s" % (rc, cmd, tail.replace("\n", "\n      "),
+                                                                    stail.replace("\n", "\n      ")), flush=True)
+    DATA["notes"].append("failed run (rc %s): %s: %s" % (rc, cmd, tail.splitlines()[-1] if tail else ""))
+
+
+def measure_perftest(key, label, group, tool, size, iters, pick=None, unit="us", roce=None, faults=None):
+    cmds = []
+
+    def once():
+        v, c = perftest_once(tool, size, iters, roce, faults)
+        cmds.append(c)
+        if v is None:
+            return None
+        return v if pick is None else v[pick]
+    vals = repeat(once)
+    return record(key, label, group, cmds[0] if cmds else "", vals, unit)
+
+
+def perftest_bw_both(key_bw, key_mr, label, group, tool, size, iters, roce=None, faults=None):
+    """One set of runs, two figures: bandwidth (GB/s) and message rate (Mpps)."""
+    cmds, bws, mrs = [], [], []
+    for _ in range(ARGS.runs):
+        if over_budget():
+            break
+        v, c = perftest_once(tool, size, iters, roce, faults)
+        cmds.append(c)
+        if v is not None:
+            bws.append(v[0])
+            mrs.append(v[1])
+    record(key_bw, label + " bandwidth", group, cmds[0] if cmds else "", bws, "GB/s")
+    if key_mr:
+        record(key_mr, label + " message rate", group, cmds[0] if cmds else "", mrs, "Mpps")
+
+
+# --------------------------------------------------------------------------- UCX
+
+UCX_RETRY = r"Connection refused|connect\(\) failed|Destination is unreachable|failed to connect"
+
+
+def ucx_once(test, size, iters, tls, ns_pair=None, addr="localhost"):
+    port = free_port()
+    env = {"UCX_TLS": tls, "UCX_WARN_UNUSED_ENV_VARS": "n"}
+    client = ["ucx_perftest", addr, "-p", port, "-t", test, "-s", size, "-n", iters,
+              "-w", max(10, iters // 10), "-f", "-v"]
+    ns_s, ns_c = ns_pair or (None, None)
+    env_s = dict(env)
+    if ns_pair:  # over the veth only: each end names its side of the pair
+        env_s["UCX_NET_DEVICES"] = ARGS._roce.dev_a
+        env["UCX_NET_DEVICES"] = ARGS._roce.dev_b
+    rc, out, sout = run_pair(["ucx_perftest", "-p", port], client, env_s, env, ns_s, ns_c,
+                             timeout=ARGS.timeout, retry=UCX_RETRY)
+    cmd = cmdline(client, env, ns_c)
+    value = None
+    if rc == 0:
+        for line in reversed(out.splitlines()):
+            f = line.strip().split(",")
+            if len(f) == 8 and f[0].isdigit():
+                # iterations, 50th percentile lat, avg lat, overall lat, avg bw, overall bw, avg mr, overall mr
+                value = (float(f[1]), float(f[5]) * MIB / 1e9, float(f[7]) / 1e6)
+                break
+    if value is None:
+        note_failure(cmd, rc, out, sout)
+    return value, cmd
+
+
+def measure_ucx(prefix, name, group, tls, tests, ns_pair=None, addr="localhost"):
+    """tests: [(key suffix, test, size, iters, pick: 0 lat us, 1 GB/s, 2 Mpps)]"""
+    for suffix, test, size, iters, picks in tests:
+        if over_budget():
+            skip("%s %s %s" % (name, test, size), "over the time budget")
+            continue
+        cmds, vals = [], {p: [] for p in picks}
+        for _ in range(ARGS.runs):
+            v, c = ucx_once(test, size, iters, tls, ns_pair, addr)
+            cmds.append(c)
+            if v is not None:
+                for p in picks:
+                    vals[p].append(v[p])
+        for p in picks:
+            unit = ("us", "GB/s", "Mpps")[p]
+            what = ("latency (p50)", "bandwidth", "message rate")[p]
+            record("%s.%s.%s" % (prefix, suffix, ("lat", "bw", "mr")[p]),
+                   "UCX %s %s %s %s" % (name, test, fmt_size(size), what), group,
+                   cmds[0] if cmds else "", vals[p], unit)
+
+
+def ucx_suite(lat=True, small=True, sizes=(65536, MIB)):
+    n_lat = 2000 if ARGS.quick else 20000
+    n_mr = 20000 if ARGS.quick else 200000
+    t = []
+    if lat:
+        t += [("ucp_put_lat.8", "ucp_put_lat", 8, n_lat, (0,)), ("tag_lat.8", "tag_lat", 8, n_lat, (0,))]
+    if small:
+        t += [("ucp_put_bw.8", "ucp_put_bw", 8, n_mr, (2,)), ("tag_bw.8", "tag_bw", 8, n_mr, (2,))]
+    for s in sizes:
+        t += [("ucp_put_bw.%d" % s, "ucp_put_bw", s, bw_iters(s), (1,)),
+              ("tag_bw.%d" % s, "tag_bw", s, bw_iters(s), (1,))]
+    return t
+
+
+# --------------------------------------------------------------------------- limits
+
+def limit_bin(name):
+    return ARGS.build / "bin" / ("sv_bench_" + name)
+
+
+def parse_result(out):
+    m = re.search(r"^result (\S+) (\S+)", out, re.M)
+    return float(m.group(1)) if m else None
+
+
+def measure_limit(key, label, cmd, unit, ns=None):
+    def once():
+        rc, out = run_one(cmd, ns=ns, timeout=30)
+        v = parse_result(out) if rc == 0 else None
+        if v is None:
+            note_failure(cmdline(cmd, ns=ns), rc, out, "")
+        return v
+    record(key, label, "limits", cmdline(cmd, ns=ns), repeat(once), unit)
+
+
+def measure_limit_pair(key, label, tool, client_args, unit, addr, ns_s=None, ns_c=None, wait_server=False):
+    def once():
+        port = free_port()
+        rc, out, sout = run_pair([limit_bin(tool), "server", addr, port],
+                                 [limit_bin(tool), "client", addr, port] + client_args,
+                                 ns_s=ns_s, ns_c=ns_c, timeout=30, wait_server=wait_server)
+        v = parse_result(out) if rc == 0 else None
+        if v is None:
+            note_failure(tool, rc, out, sout)
+        return v
+    cmd = cmdline([limit_bin(tool), "client", addr, "<port>"] + client_args, ns=ns_c)
+    record(key, label, "limits", cmd, repeat(once), unit)
+
+
+# --------------------------------------------------------------------------- namespaces
+
+class Netns:
+    """Two namespaces joined by a veth pair, made by tests/roce/netns.sh's netns_up."""
+
+    def __init__(self):
+        script = REPO / "tests/roce/netns.sh"
+        up = subprocess.run(
+            ["bash", "-c", '. "$0"; netns_up; trap - EXIT; '
+             'echo "$NETNS_A $NETNS_B $ADDR_A $ADDR_B va-$$ vb-$$"', str(script)],
+            capture_output=True, text=True, timeout=30)
+        if up.returncode != 0:
+            raise RuntimeError((up.stderr or up.stdout).strip() or "netns_up exited %d" % up.returncode)
+        self.ns_a, self.ns_b, self.addr_a, self.addr_b, self.dev_a, self.dev_b = up.stdout.split()
+        self.segments = []
+        atexit.register(self.down)
+
+    def env(self, end, faults=None):
+        seg = "/dev/shm/softverbs-bench-%d-%s" % (os.getpid(), end)
+        self.segments.append(seg)
+        e = {"LD_LIBRARY_PATH": str(ARGS.lib), "SOFTVERBS_DEVICE_PATH": seg,
+             "SOFTVERBS_ROCE_ADDR": self.addr_a if end == "a" else self.addr_b}
+        if faults:
+            e["SOFTVERBS_FAULTS"] = faults
+        return e
+
+    def down(self):
+        if not self.ns_a:
+            return
+        script = REPO / "tests/roce/netns.sh"
+        subprocess.run(["bash", "-c", '. "$0"; NETNS_A=$1; NETNS_B=$2; netns_down', str(script),
+                        self.ns_a, self.ns_b], timeout=30)
+        for s in set(self.segments):
+            try:
+                os.unlink(s)
+            except FileNotFoundError:
+                pass
+        self.ns_a = None
+
+
+# --------------------------------------------------------------------------- formatting
+
+def fmt_size(n):
+    for unit, scale in (("MiB", MIB), ("KiB", 1024)):
+        if n >= scale and n % scale == 0:
+            return "%d %s" % (n // scale, unit)
+    return "%d B" % n
+
+
+def fmt(v, unit):
+    if v is None:
+        return "—"
+    if unit == "us":
+        return "%.2f µs" % v if v < 100 else "%.0f µs" % v
+    if unit == "ns":
+        return "%.0f ns" % v
+    if unit == "GB/s":
+        return "%.2f GB/s" % v if v < 100 else "%.0f GB/s" % v
+    if unit == "Mpps":
+        return "%.2f Mpps" % v
+    return "%.3g %s" % (v, unit)
+
+
+def median(key):
+    m = DATA["measurements"].get(key)
+    return m["median"] if m else None
+
+
+def unit_of(key):
+    m = DATA["measurements"].get(key)
+    return m["unit"] if m else ""
+
+
+# Rows of the main table: softverbs figure, the peer it is held against, the
+# issue's target for the ratio (softverbs / peer) where there is one.
+#   (section, what, softverbs key, peer key, peer name, target, lower_is_better)
+COMPARISONS = [
+    ("host", "ib_write_lat 8 B", "sv.host.ib_write_lat.8", "ucx.posix.ucp_put_lat.8.lat", "UCX posix ucp_put_lat 8 B", 1.0, True),
+    ("host", "ib_send_lat 8 B", "sv.host.ib_send_lat.8", "ucx.posix.tag_lat.8.lat", "UCX posix tag_lat 8 B", 1.0, True),
+    ("host", "ib_read_lat 8 B", "sv.host.ib_read_lat.8", "ucx.posix.ucp_put_lat.8.lat", "UCX posix ucp_put_lat 8 B", 2.0, True),
+    ("host", "ib_atomic_lat 8 B", "sv.host.ib_atomic_lat.8", "ucx.posix.ucp_put_lat.8.lat", "UCX posix ucp_put_lat 8 B", 2.0, True),
+    ("host", "ib_write_bw 64 B message rate", "sv.host.ib_write_bw.64.mr", "ucx.posix.tag_bw.8.mr", "UCX posix tag_bw 8 B rate", 1.0, False),
+    ("host", "ib_read_bw 64 B message rate", "sv.host.ib_read_bw.64.mr", "ucx.posix.tag_bw.8.mr", "UCX posix tag_bw 8 B rate", 1.0, False),
+    ("host", "ib_send_bw 64 B message rate", "sv.host.ib_send_bw.64.mr", "ucx.posix.tag_bw.8.mr", "UCX posix tag_bw 8 B rate", 1.0, False),
+    ("host", "ib_write_bw 64 KiB", "sv.host.ib_write_bw.65536.bw", "ucx.posix.ucp_put_bw.65536.bw", "UCX posix ucp_put_bw 64 KiB", None, False),
+    ("host", "ib_write_bw 1 MiB", "sv.host.ib_write_bw.1048576.bw", "ucx.posix.ucp_put_bw.1048576.bw", "UCX posix ucp_put_bw 1 MiB", 0.8, False),
+    ("host", "ib_read_bw 64 KiB", "sv.host.ib_read_bw.65536.bw", "ucx.posix.ucp_put_bw.65536.bw", "UCX posix ucp_put_bw 64 KiB", None, False),
+    ("host", "ib_read_bw 1 MiB", "sv.host.ib_read_bw.1048576.bw", "ucx.posix.ucp_put_bw.1048576.bw", "UCX posix ucp_put_bw 1 MiB", 0.8, False),
+    ("host", "ib_write_bw 1 MiB vs memcpy", "sv.host.ib_write_bw.1048576.bw", "limits.memcpy.1048576", "memcpy 1 MiB, one thread", None, False),
+    ("roce", "ib_write_bw 64 KiB", "sv.roce.ib_write_bw.65536.bw", "ucx.tcp_veth.ucp_put_bw.65536.bw", "UCX tcp ucp_put_bw 64 KiB, veth", 1.0, False),
+    ("roce", "ib_write_bw 1 MiB", "sv.roce.ib_write_bw.1048576.bw", "ucx.tcp_veth.ucp_put_bw.1048576.bw", "UCX tcp ucp_put_bw 1 MiB, veth", 1.0, False),
+    ("roce", "ib_write_lat 8 B", "sv.roce.ib_write_lat.8", "limits.udp_half_rtt.veth", "raw UDP 8 B half round trip, veth", 1.5, True),
+    ("roce", "ib_write_bw 64 KiB, loss=0.001", "sv.roce_loss.ib_write_bw.65536.bw", "ucx.tcp_veth.ucp_put_bw.65536.bw", "UCX tcp ucp_put_bw 64 KiB, veth", None, False),
+    ("roce", "ib_write_bw 1 MiB, loss=0.001", "sv.roce_loss.ib_write_bw.1048576.bw", "ucx.tcp_veth.ucp_put_bw.1048576.bw", "UCX tcp ucp_put_bw 1 MiB, veth", None, False),
+    ("roce", "ib_write_bw 1 MiB vs TCP", "sv.roce.ib_write_bw.1048576.bw", "limits.tcp_bw.veth", "TCP stream, veth", None, False),
+]
+
+
+def comparisons():
+    rows = []
+    for section, what, sk, pk, pname, target, lower in COMPARISONS:
+        sv, peer = median(sk), median(pk)
+        ratio = sv / peer if sv is not None and peer else None
+        verdict = None
+        if target is not None and ratio is not None:
+            factor = ratio / target  # <= 1 meets a latency target, >= 1 a bandwidth target
+            met = factor <= 1 if lower else factor >= 1
+            verdict = {"met": met, "factor": factor}
+        rows.append({"section": section, "what": what, "softverbs": sk, "peer": pk, "peer_name": pname,
+                     "softverbs_median": sv, "peer_median": peer, "ratio": ratio,
+                     "target": None if target is None else ("<= %.1fx" if lower else ">= %.1fx") % target,
+                     "verdict": verdict})
+    return rows
+
+
+def lower_of(row):
+    return row["target"] is not None and row["target"].startswith("<=")
+
+
+def render_table(rows):
+    out = ["| | softverbs | peer | peer figure | ratio | target | |", "|---|---|---|---|---|---|---|"]
+    for section in ("host", "roce"):
+        for r in (r for r in rows if r["section"] == section):
+            v = r["verdict"]
+            if v is None:
+                verdict = "—" if r["target"] is None else "not measured"
+            elif v["met"]:
+                verdict = "met (%.0f%% %s)" % (100 * abs(1 - v["factor"]), "below" if lower_of(r) else "above")
+            elif lower_of(r):
+                verdict = ("**missed by %.0f%%**" % (100 * (v["factor"] - 1)) if v["factor"] < 2 else
+                           "**missed: %.2fx the target**" % v["factor"])
+            else:
+                verdict = "**missed by %.0f%%** (needs %.1fx)" % (100 * (1 - v["factor"]), 1 / v["factor"])
+            name = ("host: " if section == "host" else "RoCE: ") + r["what"]
+            out.append("| %s | %s | %s | %s | %s | %s | %s |" % (
+                name, fmt(r["softverbs_median"], unit_of(r["softverbs"])), r["peer_name"],
+                fmt(r["peer_median"], unit_of(r["peer"])),
+                "—" if r["ratio"] is None else "%.2fx" % r["ratio"], r["target"] or "—", verdict))
+    return "\n".join(out)
+
+
+def render_group(groups):
+    out = ["| measurement | median | runs | unit |", "|---|---|---|---|"]
+    for key, m in DATA["measurements"].items():
+        if m["group"] in groups:
+            runs = ", ".join("%.3g" % v for v in m["runs"])
+            out.append("| %s | %s | %s | %s |" % (m["label"], fmt(m["median"], m["unit"]), runs or "failed", m["unit"]))
+    return "\n".join(out)
+
+
+def render_sweep():
+    sizes = DATA.get("sweep_sizes", [])
+    series = [(k, n) for k, n in SWEEP_SERIES if any(DATA["measurements"].get(k % s) for s in sizes)]
+    if not series:
+        return "(no sweep)"
+    out = ["| size | " + " | ".join(n for _, n in series) + " |", "|---" * (len(series) + 1) + "|"]
+    for s in sizes:
+        out.append("| %s | " % fmt_size(s) + " | ".join(fmt(median(k % s), "GB/s") for k, _ in series) + " |")
+    return "\n".join(out)
+
+
+SWEEP_SERIES = [
+    ("sv.host.ib_write_bw.%d.bw", "softverbs ib_write_bw (host)"),
+    ("ucx.posix.ucp_put_bw.%d.bw", "UCX posix ucp_put_bw"),
+    ("ucx.tcp.ucp_put_bw.%d.bw", "UCX tcp ucp_put_bw (localhost)"),
+]
+
+
+def plot(path):
+    try:
+        import matplotlib
+        matplotlib.use("Agg")
+        import matplotlib.pyplot as plt
+    except ImportError as e:
+        skip("plot", "matplotlib is not importable by %s (%s); use /usr/bin/python3 with python3-matplotlib"
+             % (sys.executable, e))
+        return False
+    sizes = DATA.get("sweep_sizes", [])
+    fig, ax = plt.subplots(figsize=(8, 5), dpi=110)
+    for (key, name), style in zip(SWEEP_SERIES, ("o-", "s--", "^:")):
+        pts = [(s, median(key % s)) for s in sizes if median(key % s) is not None]
+        if pts:
+            ax.plot([p[0] for p in pts], [p[1] for p in pts], style, label=name)
+    extra = [("sv.roce.ib_write_bw.%d.bw", "softverbs ib_write_bw (RoCE, veth)", "D", "tab:red"),
+             ("sv.roce_loss.ib_write_bw.%d.bw", "softverbs RoCE, loss=0.001", "x", "tab:red"),
+             ("ucx.tcp_veth.ucp_put_bw.%d.bw", "UCX tcp ucp_put_bw (veth)", "v", "tab:purple"),
+             ("limits.memcpy.%d", "memcpy, one thread", "*", "black")]
+    for key, name, marker, color in extra:
+        pts = [(s, median(key % s)) for s in (65536, MIB) if median(key % s) is not None]
+        if pts:
+            ax.plot([p[0] for p in pts], [p[1] for p in pts], marker, color=color, label=name, markersize=9)
+    ax.set_xscale("log", base=2)
+    ax.set_yscale("log")
+    ax.set_xlabel("message size (bytes)")
+    ax.set_ylabel("bandwidth (GB/s, 10^9 B/s)")
+    ax.set_title("Bandwidth vs message size (medians of %d runs, %s)" % (ARGS.runs, DATA["date"]))
+    ax.grid(True, which="both", alpha=0.3)
+    ax.legend(fontsize=8)
+    fig.tight_layout()
+    path.parent.mkdir(parents=True, exist_ok=True)
+    fig.savefig(path)
+    plt.close(fig)
+    return True
+
+
+# --------------------------------------------------------------------------- machine
+
+def machine():
+    model = ""
+    try:
+        for line in open("/proc/cpuinfo"):
+            if line.startswith("model name"):
+                model = line.split(":", 1)[1].strip()
+                break
+    except OSError:
+        pass
+
+    def pkg(name):
+        r = subprocess.run(["dpkg-query", "-W", "-f=${Version}", name], capture_output=True, text=True)
+        return r.stdout.strip() or None
+    git = subprocess.run(["git", "-C", str(REPO), "rev-parse", "--short", "HEAD"], capture_output=True, text=True)
+    dirty = subprocess.run(["git", "-C", str(REPO), "status", "--porcelain", "--untracked-files=no"],
+                           capture_output=True, text=True)
+    return {"nproc": os.cpu_count(), "cpu_model": model, "kernel": platform.release(),
+            "hostname": platform.node(), "loadavg_start": list(os.getloadavg()),
+            "git_commit": git.stdout.strip(), "git_dirty": bool(dirty.stdout.strip()),
+            "packages": {p: pkg(p) for p in ("perftest", "ucx-utils", "libfabric-bin")}}
+
+
+# --------------------------------------------------------------------------- the run
+
+HOST_SEGMENT = None
+
+
+def have(tool):
+    return any((Path(d) / tool).exists() for d in os.environ.get("PATH", "").split(":"))
+
+
+def section_host():
+    print("softverbs host device (softverbs0)", flush=True)
+    if not (ARGS.lib / "libibverbs.so.1").exists():
+        skip("softverbs host", "%s/libibverbs.so.1 is missing (build first)" % ARGS.lib)
+        return
+    if not have("ib_write_lat"):
+        skip("softverbs host", "perftest is not installed")
+        return
+    n_lat = 1000 if ARGS.quick else 10000
+    for tool in ("ib_write_lat", "ib_send_lat", "ib_read_lat", "ib_atomic_lat"):
+        measure_perftest("sv.host.%s.8" % tool, "softverbs host %s 8 B (t_typical)" % tool, "softverbs-host",
+                         tool, 8, n_lat)
+    for tool in ("ib_write_bw", "ib_read_bw"):
+        for size in (64, 65536, MIB):
+            perftest_bw_both("sv.host.%s.%d.bw" % (tool, size), "sv.host.%s.%d.mr" % (tool, size),
+                             "softverbs host %s %s" % (tool, fmt_size(size)), "softverbs-host",
+                             tool, size, bw_iters(size))
+    perftest_bw_both("sv.host.ib_send_bw.64.bw", "sv.host.ib_send_bw.64.mr", "softverbs host ib_send_bw 64 B",
+                     "softverbs-host", "ib_send_bw", 64, bw_iters(64))
+
+
+def section_sweep():
+    sizes = DATA["sweep_sizes"]
+    print("size sweep %s .. %s" % (fmt_size(sizes[0]), fmt_size(sizes[-1])), flush=True)
+    for size in sizes:
+        if over_budget():
+            skip("sweep %s" % fmt_size(size), "over the time budget")
+            continue
+        if "sv.host.ib_write_bw.%d.bw" % size not in DATA["measurements"] and (ARGS.lib / "libibverbs.so.1").exists():
+            perftest_bw_both("sv.host.ib_write_bw.%d.bw" % size, None, "softverbs host ib_write_bw %s" % fmt_size(size),
+                             "sweep", "ib_write_bw", size, bw_iters(size))
+        if have("ucx_perftest"):
+            for tls, prefix in (("posix", "ucx.posix"), ("tcp", "ucx.tcp")):
+                if "%s.ucp_put_bw.%d.bw" % (prefix, size) not in DATA["measurements"]:
+                    measure_ucx(prefix, tls, "sweep", tls,
+                                [("ucp_put_bw.%d" % size, "ucp_put_bw", size, bw_iters(size), (1,))])
+
+
+def section_ucx_host():
+    print("UCX ucx_perftest on localhost", flush=True)
+    if not have("ucx_perftest"):
+        skip("UCX", "ucx_perftest is not installed (Debian package ucx-utils)")
+        return
+    measure_ucx("ucx.posix", "posix", "ucx", "posix", ucx_suite())
+    measure_ucx("ucx.sysv", "sysv", "ucx", "sysv", ucx_suite())
+    # cma moves data only (no active messages): UCX needs posix beside it for the wire-up.
+    measure_ucx("ucx.cma", "cma (+posix)", "ucx", "cma,posix", ucx_suite(lat=False, small=False))
+    measure_ucx("ucx.tcp", "tcp", "ucx", "tcp", ucx_suite())
+
+
+def section_fabric():
+    print("libfabric fi_pingpong on localhost", flush=True)
+    if not have("fi_pingpong"):
+        skip("libfabric", "fi_pingpong is not installed (Debian package libfabric-bin)")
+        return
+    iters = 2000 if ARGS.quick else 20000
+    for prov in ("shm", "tcp"):
+        cmds = []
+
+        def once():
+            port = free_port()
+            base = ["fi_pingpong", "-p", prov, "-e", "rdm", "-S", 8, "-I", iters]
+            rc, out, sout = run_pair(base + ["-B", port], base + ["-P", port, "localhost"],
+                                     timeout=ARGS.timeout, retry=r"failed to connect|Connection refused")
+            cmds.append(cmdline(base + ["-P", port, "localhost"]))
+            for line in out.splitlines():
+                f = line.split()
+                if len(f) == 8 and f[0] == "8":
+                    return float(f[6])
+            note_failure(cmds[-1], rc, out, sout)
+            return None
+        record("fabric.%s.pingpong.8" % prov, "libfabric %s fi_pingpong 8 B (usec/xfer)" % prov, "fabric",
+               cmds[0] if cmds else "", repeat(once), "us")
+
+
+def section_limits():
+    print("machine limits", flush=True)
+    if not limit_bin("memcpy_bw").exists():
+        skip("limits", "%s is missing: build with -DSOFTVERBS_BENCH=ON" % limit_bin("memcpy_bw"))
+        return
+    secs = "0.05" if ARGS.quick else "0.3"
+    for size in (65536, MIB):
+        measure_limit("limits.memcpy.%d" % size, "memcpy %s, one thread" % fmt_size(size),
+                      [limit_bin("memcpy_bw"), size, secs], "GB/s")
+    if (os.cpu_count() or 1) >= 2:
+        measure_limit("limits.cacheline_rtt", "cache-line ping-pong round trip, CPU 0 <-> 1",
+                      [limit_bin("cacheline_pingpong"), 100000 if ARGS.quick else 1000000], "ns")
+    else:
+        skip("cache-line ping-pong", "one CPU")
+    iters = ["2000" if ARGS.quick else "20000", "8"]
+    measure_limit_pair("limits.udp_rtt.lo", "raw UDP 8 B round trip, loopback", "udp_rtt", iters, "us", "127.0.0.1")
+    measure_limit_pair("limits.tcp_bw.lo", "TCP stream, loopback", "tcp_bw", ["0.1" if ARGS.quick else "0.5"], "GB/s",
+                       "127.0.0.1", wait_server=True)
+
+
+def section_roce():
+    print("softverbs RoCE between two network namespaces", flush=True)
+    try:
+        ns = Netns()
+    except Exception as e:  # noqa: BLE001 - any failure means: no namespaces here
+        skip("RoCE between namespaces, UCX tcp over the veth, UDP/TCP over the veth", str(e))
+        return
+    ARGS._roce = ns
+    try:
+        if (ARGS.lib / "libibverbs.so.1").exists() and have("ib_write_bw"):
+            for size in (65536, MIB):
+                perftest_bw_both("sv.roce.ib_write_bw.%d.bw" % size, None, "softverbs RoCE ib_write_bw %s" % fmt_size(size),
+                                 "softverbs-roce", "ib_write_bw", size, bw_iters(size, 20000, 128 * MIB, 100), roce=ns)
+            measure_perftest("sv.roce.ib_write_lat.8", "softverbs RoCE ib_write_lat 8 B (t_typical)", "softverbs-roce",
+                             "ib_write_lat", 8, 500 if ARGS.quick else 5000, roce=ns)
+            for size in (65536, MIB):
+                perftest_bw_both("sv.roce_loss.ib_write_bw.%d.bw" % size, None,
+                                 "softverbs RoCE ib_write_bw %s, SOFTVERBS_FAULTS=loss=0.001" % fmt_size(size),
+                                 "softverbs-roce", "ib_write_bw", size, bw_iters(size, 20000, 128 * MIB, 100),
+                                 roce=ns, faults="loss=0.001")
+        if have("ucx_perftest"):
+            measure_ucx("ucx.tcp_veth", "tcp over veth", "ucx-veth", "tcp",
+                        ucx_suite(lat=True, small=False), ns_pair=(ns.ns_a, ns.ns_b), addr=ns.addr_a)
+        if limit_bin("udp_rtt").exists():
+            iters = ["2000" if ARGS.quick else "20000", "8"]
+            measure_limit_pair("limits.udp_rtt.veth", "raw UDP 8 B round trip, veth", "udp_rtt", iters, "us",
+                                   ns.addr_a, ns.ns_a, ns.ns_b)
+            rtt = DATA["measurements"]["limits.udp_rtt.veth"]
+            record("limits.udp_half_rtt.veth", "raw UDP 8 B half round trip, veth", "limits", rtt["command"],
+                   [v / 2 for v in rtt["runs"]], "us")
+            measure_limit_pair("limits.tcp_bw.veth", "TCP stream, veth", "tcp_bw", ["0.1" if ARGS.quick else "0.5"],
+                               "GB/s", ns.addr_a, ns.ns_a, ns.ns_b, wait_server=True)
+    finally:
+        ns.down()
+
+
+def main():
+    global ARGS, TMP, HOST_SEGMENT
+    ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    ap.add_argument("--build", default="build", help="the build directory (lib/libibverbs.so.1, bin/sv_bench_*)")
+    ap.add_argument("--quick", action="store_true",
+                    help="a short smoke run: 1 run each, fewer iterations and sizes; writes under bench/results/tmp/")
+    ap.add_argument("--runs", type=int, help="runs per figure (default 5; 1 with --quick)")
+    ap.add_argument("--budget", type=float, default=780, help="seconds; later measurements are skipped past it")
+    ap.add_argument("--timeout", type=float, default=60, help="seconds per server+client pair")
+    ap.add_argument("--only", default="host,ucx,fabric,limits,roce,sweep",
+                    help="comma-separated sections: host,ucx,fabric,limits,roce,sweep")
+    ap.add_argument("--publish", action="store_true",
+                    help="with --quick: still write bench/results/ and docs/ (default: only bench/results/tmp/)")
+    ARGS = ap.parse_args()
+    ARGS.build = (REPO / ARGS.build).resolve() if not os.path.isabs(ARGS.build) else Path(ARGS.build)
+    ARGS.lib = ARGS.build / "lib"
+    ARGS.runs = ARGS.runs or (1 if ARGS.quick else 5)
+    ARGS._roce = None
+    if ARGS.runs < 5 and not ARGS.quick:
+        print("bench: --runs %d: the table wants medians of >= 5 runs" % ARGS.runs, file=sys.stderr)
+
+    signal.signal(signal.SIGTERM, on_signal)
+    signal.signal(signal.SIGINT, on_signal)
+    atexit.register(cleanup)
+    now = datetime.datetime.now(datetime.timezone.utc)
+    stamp = now.strftime("%Y%m%dT%H%M%SZ")
+    TMP = BENCH / "results" / "tmp" / stamp
+    TMP.mkdir(parents=True, exist_ok=True)
+    HOST_SEGMENT = "/dev/shm/softverbs-bench-%d-host" % os.getpid()
+    atexit.register(lambda: os.path.exists(HOST_SEGMENT) and os.unlink(HOST_SEGMENT))
+
+    argv = [os.path.relpath(sys.argv[0], REPO) if os.path.isabs(sys.argv[0]) else sys.argv[0]] + sys.argv[1:]
+    DATA.update({"date": now.strftime("%Y-%m-%d %H:%M:%S UTC"), "command": "python3 " + " ".join(argv),
+                 "make_target": os.environ.get("SOFTVERBS_BENCH_VIA", ""),
+                 "runs_per_figure": ARGS.runs, "quick": ARGS.quick, "machine": machine(),
+                 "sweep_sizes": [64, 65536, MIB] if ARGS.quick else [4 ** k for k in range(1, 12)]})
+    only = set(ARGS.only.split(","))
+    print("bench: %s, %d runs per figure, build %s" % (DATA["date"], ARGS.runs, ARGS.build), flush=True)
+    for name, fn in (("limits", section_limits), ("host", section_host), ("ucx", section_ucx_host),
+                     ("fabric", section_fabric), ("roce", section_roce), ("sweep", section_sweep)):
+        if name not in only:
+            continue
+        if over_budget():
+            skip(name, "over the time budget (--budget %.0f s)" % ARGS.budget)
+            continue
+        fn()
+    cleanup()
+
+    DATA["machine"]["loadavg_end"] = list(os.getloadavg())
+    DATA["comparisons"] = comparisons()
+    DATA["wall_s"] = round(time.time() - T0, 1)
+    publish = not ARGS.quick or ARGS.publish
+    results = (BENCH / "results" if publish else TMP) / ("%s.json" % stamp)
+    doc = REPO / "docs" / "PERFORMANCE.md" if publish else TMP / "PERFORMANCE.md"
+    png = REPO / "docs" / "perf" / "bw_vs_size.png" if publish else TMP / "bw_vs_size.png"
+    have_plot = plot(png)
+    DATA["wall_s"] = round(time.time() - T0, 1)
+    results.write_text(json.dumps(DATA, indent=1) + "\n")
+    write_doc(doc, png if have_plot else None, results)
+    print("\n" + render_table(DATA["comparisons"]))
+    print("\nbench: %.0f s; wrote %s, %s%s" % (DATA["wall_s"], os.path.relpath(results, REPO),
+                                              os.path.relpath(doc, REPO),
+                                              ", " + os.path.relpath(png, REPO) if have_plot else ""))
+    if not publish:
+        print("bench: --quick: nothing under docs/ was changed")
+    else:
+        try:
+            TMP.rmdir()  # the server logs are gone; an empty scratch folder is not kept
+        except OSError:
+            pass
+    return 0
+
+
+def write_doc(doc, png, results):
+    m = DATA["machine"]
+    tpl = (BENCH / "PERFORMANCE.md.in").read_text()
+    command = DATA["command"]
+    if DATA.get("make_target"):
+        command = "%s (%s)" % (DATA["make_target"], command)
+    skipped = "\n".join("- %s: %s" % (s["what"], s["why"]) for s in DATA["skipped"]) or "- nothing"
+    notes = "\n".join("- " + n for n in DATA["notes"]) or "- none"
+    subs = {
+        "DATE": DATA["date"],
+        "COMMAND": command,
+        "RESULTS": os.path.relpath(results, REPO),
+        "MACHINE": "%d CPUs, %s, Linux %s; load average %.2f at the start, %.2f at the end; softverbs %s%s; "
+                   "perftest %s, ucx-utils %s, libfabric-bin %s" % (
+                       m["nproc"], m["cpu_model"], m["kernel"], m["loadavg_start"][0], m["loadavg_end"][0],
+                       m["git_commit"], " (with uncommitted changes)" if m["git_dirty"] else "",
+                       m["packages"]["perftest"], m["packages"]["ucx-utils"], m["packages"]["libfabric-bin"]),
+        "RUNS": str(DATA["runs_per_figure"]),
+        "WALL": "%.0f" % DATA["wall_s"],
+        "TABLE": render_table(DATA["comparisons"]),
+        "PLOT": ("![bandwidth vs message size](%s)" % os.path.relpath(png, doc.parent)) if png else "(no plot)",
+        "SWEEP": render_sweep(),
+        "SOFTVERBS": render_group({"softverbs-host", "softverbs-roce"}),
+        "PEERS": render_group({"ucx", "ucx-veth", "fabric"}),
+        "LIMITS": render_group({"limits"}),
+        "SKIPPED": skipped,
+        "NOTES": notes,
+    }
+    for k, v in subs.items():
+        tpl = tpl.replace("{{%s}}" % k, v)
+    doc.parent.mkdir(parents=True, exist_ok=True)
+    doc.write_text(tpl)
+
+
+if __name__ == "__main__":
+    sys.exit(main())

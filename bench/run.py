@@ -688,6 +688,39 @@ def section_limits():
                        "127.0.0.1", wait_server=True)
 
 
+def section_scale():
+    """Many RC QPs on one device (bench/scale/qp_scale.cc): per-QP setup time
+    and memory, and 8-byte WRITE latency round robin over all of them."""
+    print("softverbs: many QPs on one device", flush=True)
+    tool = ARGS.build / "bin" / "sv_bench_qp_scale"
+    if not tool.exists():
+        skip("QP scale", "%s is missing: build with -DSOFTVERBS_BENCH=ON" % tool)
+        return
+    metrics = (("setup_us_per_qp", "setup (create, INIT, RTR, RTS) per QP", "us"),
+               ("bytes_per_qp", "memory per QP (device segment + process)", "KiB"),
+               ("write_lat_us", "8 B RDMA WRITE post -> completion, round robin", "us"))
+    for n in (2, 1000, 10000):
+        runs = {name: [] for name, _, _ in metrics}
+        seg = "/dev/shm/softverbs-bench-%d-scale" % os.getpid()
+        cmd = [tool, n]
+        for _ in range(ARGS.runs):
+            if over_budget():
+                break
+            rc, out = run_one(cmd, env={"SOFTVERBS_DEVICE_PATH": seg}, timeout=120)
+            if os.path.exists(seg):
+                os.unlink(seg)
+            got = dict(re.findall(r"^metric (\S+) (\S+)", out, re.M))
+            if rc != 0 or not all(name in got for name, _, _ in metrics):
+                note_failure(cmdline(cmd), rc, out, "")
+                continue
+            for name, _, unit in metrics:
+                v = float(got[name])
+                runs[name].append(v / 1024 if unit == "KiB" else v)
+        for name, label, unit in metrics:
+            record("sv.scale.%d.%s" % (n, name), "softverbs %d RC QPs: %s" % (n, label), "softverbs-scale",
+                   cmdline(cmd, env={"SOFTVERBS_DEVICE_PATH": "<segment>"}), runs[name], unit)
+
+
 def section_roce():
     print("softverbs RoCE between two network namespaces", flush=True)
     try:
@@ -733,8 +766,8 @@ def main():
     ap.add_argument("--runs", type=int, help="runs per figure (default 5; 1 with --quick)")
     ap.add_argument("--budget", type=float, default=780, help="seconds; later measurements are skipped past it")
     ap.add_argument("--timeout", type=float, default=60, help="seconds per server+client pair")
-    ap.add_argument("--only", default="host,ucx,fabric,limits,roce,sweep",
-                    help="comma-separated sections: host,ucx,fabric,limits,roce,sweep")
+    ap.add_argument("--only", default="host,ucx,fabric,limits,roce,sweep,scale",
+                    help="comma-separated sections: host,ucx,fabric,limits,roce,sweep,scale")
     ap.add_argument("--publish", action="store_true",
                     help="with --quick: still write bench/results/ and docs/ (default: only bench/results/tmp/)")
     ARGS = ap.parse_args()
@@ -763,7 +796,8 @@ def main():
     only = set(ARGS.only.split(","))
     print("bench: %s, %d runs per figure, build %s" % (DATA["date"], ARGS.runs, ARGS.build), flush=True)
     for name, fn in (("limits", section_limits), ("host", section_host), ("ucx", section_ucx_host),
-                     ("fabric", section_fabric), ("roce", section_roce), ("sweep", section_sweep)):
+                     ("fabric", section_fabric), ("roce", section_roce), ("sweep", section_sweep),
+                     ("scale", section_scale)):
         if name not in only:
             continue
         if over_budget():
@@ -822,6 +856,7 @@ def write_doc(doc, png, results):
         "SOFTVERBS": render_group({"softverbs-host", "softverbs-roce"}),
         "PEERS": render_group({"ucx", "ucx-veth", "fabric"}),
         "LIMITS": render_group({"limits"}),
+        "SCALE": render_group({"softverbs-scale"}),
         "SKIPPED": skipped,
         "NOTES": notes,
     }

@@ -1,6 +1,10 @@
 #include "fabric/port_config.h"
 
 #include <arpa/inet.h>
+#include <ifaddrs.h>
+#include <net/if.h>
+#include <sys/ioctl.h>
+#include <sys/socket.h>
 #include <unistd.h>
 
 #include <cstdlib>
@@ -27,6 +31,41 @@ bool parse_addr(const std::string& text, wire::Gid* out) {
     return true;
   }
   return false;
+}
+
+// The largest IB MTU whose packets fit the link that carries `gid`: the
+// interface MTU less IP (IPv6's 40 bytes, the larger), UDP, BTH, RETH,
+// ImmDt and ICRC — as Soft-RoCE derives its port MTU from its netdev.
+// IBV_MTU_1024 (what 1500-byte Ethernet carries) when the link is unknown.
+ibv_mtu mtu_for_link(const wire::Gid& gid) {
+  constexpr int kOverhead = 40 + 8 + 12 + 16 + 4 + 4;
+  ifaddrs* list = nullptr;
+  if (getifaddrs(&list) != 0) return IBV_MTU_1024;
+  std::string name;
+  for (ifaddrs* a = list; a != nullptr && name.empty(); a = a->ifa_next) {
+    if (a->ifa_addr == nullptr) continue;
+    wire::Gid g{};
+    if (a->ifa_addr->sa_family == AF_INET) {
+      const auto* b = reinterpret_cast<const uint8_t*>(&reinterpret_cast<sockaddr_in*>(a->ifa_addr)->sin_addr);
+      g = wire::gid_from_ipv4(b[0], b[1], b[2], b[3]);
+    } else if (a->ifa_addr->sa_family == AF_INET6) {
+      std::memcpy(g.data(), reinterpret_cast<sockaddr_in6*>(a->ifa_addr)->sin6_addr.s6_addr, 16);
+    } else {
+      continue;
+    }
+    if (g == gid) name = a->ifa_name;
+  }
+  freeifaddrs(list);
+  if (name.empty() || name.size() >= IFNAMSIZ) return IBV_MTU_1024;
+  ifreq req{};
+  std::memcpy(req.ifr_name, name.c_str(), name.size());
+  const int fd = socket(AF_INET, SOCK_DGRAM | SOCK_CLOEXEC, 0);
+  const bool ok = fd >= 0 && ioctl(fd, SIOCGIFMTU, &req) == 0;
+  if (fd >= 0) close(fd);
+  if (!ok) return IBV_MTU_1024;
+  for (ibv_mtu m : {IBV_MTU_4096, IBV_MTU_2048, IBV_MTU_1024, IBV_MTU_512, IBV_MTU_256})
+    if ((128 << m) + kOverhead <= req.ifr_mtu) return m;
+  return IBV_MTU_256;
 }
 
 }  // namespace
@@ -90,6 +129,8 @@ const PortConfig& port_config() {
     PortConfig c = parse_port_config(std::getenv("SOFTVERBS_ROCE_ADDR"), std::getenv("SOFTVERBS_ROCE_PORT"),
                                      std::getenv("SOFTVERBS_ROCE_MTU"), std::getenv("SOFTVERBS_FAULTS"));
     if (!c.error.empty()) SV_LOG(kError, "%s", c.error.c_str());
+    const char* mtu = std::getenv("SOFTVERBS_ROCE_MTU");
+    if (c.roce && c.error.empty() && (mtu == nullptr || *mtu == '\0')) c.mtu = mtu_for_link(c.gids.front());
     return c;
   }();
   return config;

@@ -5,8 +5,9 @@
 //       Ethernet link layer, one RoCE v2 GID per address (IPv4 as ::ffff:a.b.c.d),
 //       traffic to other hosts over UDP (fabric/udp).
 //   SOFTVERBS_ROCE_PORT=4791     the UDP port (tests use others)
-//   SOFTVERBS_ROCE_MTU=1024      the port's active MTU: 256..4096 (default 1024,
-//                                what a 1500-byte Ethernet MTU carries)
+//   SOFTVERBS_ROCE_MTU=1024      the port's active MTU: 256..4096 (default: the
+//                                largest that the first address's link carries,
+//                                1024 on 1500-byte Ethernet, 4096 on jumbo frames)
 //   SOFTVERBS_FAULTS=loss=0.01,dup=0.01,reorder=0.01:8,corrupt=0.001,seed=7
 //                                a misbehaving network between this process's
 //                                UDP sends and the wire (fabric/fault/fault_config.h)

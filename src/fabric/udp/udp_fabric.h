@@ -80,6 +80,9 @@ class UdpFabric final : public Fabric {
   // Fills in the ICRC of `ib` (BTH .. ICRC slot) and sends it to `to`,
   // through the FaultLink when there is one.
   void send(const Endpoint& ep, const wire::Gid& to, std::span<uint8_t> ib);
+  // Packets of one message (one destination QP): one sendmmsg.
+  void send_many(const Endpoint& ep, const wire::Gid& to, std::span<const std::span<uint8_t>> packets);
+  bool seal(const Endpoint& ep, const wire::Gid& to, std::span<uint8_t> ib);  // fills in the ICRC
   void send_raw(const Endpoint& ep, const wire::Gid& to, std::span<const uint8_t> datagram);
   bool icrc_ok(const Endpoint& ep, const Peer& from, std::span<const uint8_t> ib) const;
   const Endpoint* endpoint_for(uint8_t sgid_index) const;

@@ -39,10 +39,11 @@ Opcode uc_opcode(Opcode rc) { return static_cast<Opcode>(static_cast<uint8_t>(rc
 // a loss is noticed before the last packet.
 constexpr uint32_t kAckEvery = 32;
 
-// Packets one QP keeps unacknowledged. A burst beyond what the peer's socket
+// Bytes one QP keeps unacknowledged. A burst beyond what the peer's socket
 // buffer holds is dropped by its kernel, and each drop costs a NAK or a
-// timeout and a go-back-N resend of everything behind it.
-constexpr int32_t kWindowPackets = 512;
+// timeout and a go-back-N resend of everything behind it. In bytes, not
+// packets: the kernel charges a buffer by the memory a packet takes.
+constexpr int64_t kWindowBytes = 512 * 1024;
 
 }  // namespace
 
@@ -55,7 +56,8 @@ bool UdpFabric::can_transmit(const transport::SendSide& s, const transport::Send
     const int32_t outstanding = wire::psn_diff(wire::Psn(next_psn), wire::Psn(s.sq.at(s.sq.done).psn));
     const uint64_t mtu = mtu_bytes(s.path_mtu);
     const int64_t packets = op->reads_remote ? 1 : static_cast<int64_t>((w.length + mtu - 1) / mtu);
-    if (outstanding + packets > kWindowPackets) return false;
+    const int64_t window = std::max<int64_t>(16, kWindowBytes / static_cast<int64_t>(mtu));
+    if (outstanding + packets > window) return false;
   }
   if (!op->reads_remote) return true;
   // IBA 9.5 / C9-…: at most max_rd_atomic READs and atomics outstanding.
@@ -122,7 +124,12 @@ std::optional<TransmitResult> UdpFabric::transmit(transport::SendSide& s, transp
   }
 
   // UC: RC's packets with UC opcodes, and nothing comes back: done once sent.
+  // Packets leave kBatch at a time, one syscall each batch.
   const bool uc = s.qp_type == IBV_QPT_UC;
+  constexpr size_t kBatch = 8;
+  uint8_t batch[kBatch][kMaxIbPacket];
+  std::span<uint8_t> ready[kBatch];
+  size_t queued = 0;
   for (uint32_t k = uc ? 0 : skip; k < w.packets; ++k) {
     const bool first = k == 0;
     const bool last = k + 1 == w.packets;
@@ -139,12 +146,20 @@ std::optional<TransmitResult> UdpFabric::transmit(transport::SendSide& s, transp
       h.reth.dma_length = static_cast<uint32_t>(list.bytes);
     }
     h.immdt.value = be32toh(w.imm_data);
-    wire::PacketBuilder b(buf);
+    wire::PacketBuilder b(batch[queued]);
     if (b.build(h, len) != wire::PacketError::kOk) break;
     transport::IoCursor c(list, offset);
     transport::gather_into(b.payload().data(), c, len);
-    send(*ep, dst, b.packet());
-    s.shared->counters.sent_packets.fetch_add(1, std::memory_order_relaxed);
+    ready[queued++] = b.packet();
+    if (queued == kBatch || last) {
+      send_many(*ep, dst, {ready, queued});
+      s.shared->counters.sent_packets.fetch_add(queued, std::memory_order_relaxed);
+      queued = 0;
+    }
+  }
+  if (queued > 0) {  // a packet failed to build: what came before it still goes
+    send_many(*ep, dst, {ready, queued});
+    s.shared->counters.sent_packets.fetch_add(queued, std::memory_order_relaxed);
   }
   if (uc) {
     result.response.kind = transport::Response::Kind::kAck;

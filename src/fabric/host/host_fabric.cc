@@ -27,22 +27,7 @@ HostFabric& host_fabric() {
   return f;
 }
 
-bool HostFabric::reaches(const shm::Segment& seg, const ibv_ah_attr& ah) {
-  if (ah.port_num != 1) return false;
-  // A RoCE port: its own addresses are this host.
-  if (port_config().roce) return ah.is_global && local_gid_index(ah.grh.dgid.raw) >= 0;
-  if (ah.is_global) {
-    // GID 0 is the link-local prefix plus the port GUID.
-    uint8_t gid[16] = {0xfe, 0x80};
-    std::memcpy(gid + 8, &seg.header().port_guid, 8);
-    return std::memcmp(ah.grh.dgid.raw, gid, 16) == 0;
-  }
-  return ah.dlid == seg.header().lid;
-}
-
 namespace {
-
-using transport::mtu_bytes;
 
 // The port's GID `index` (the sender's, for a UD GRH): the RoCE addresses, or
 // on InfiniBand the link-local prefix plus the port GUID.
@@ -55,6 +40,16 @@ wire::Gid own_gid(const shm::Segment& seg, uint8_t index) {
 }
 
 }  // namespace
+
+bool HostFabric::reaches(const shm::Segment& seg, const ibv_ah_attr& ah) {
+  if (ah.port_num != 1) return false;
+  // A RoCE port: its own addresses are this host.
+  if (port_config().roce) return ah.is_global && local_gid_index(ah.grh.dgid.raw) >= 0;
+  if (ah.is_global) return std::memcmp(ah.grh.dgid.raw, own_gid(seg, 0).data(), 16) == 0;
+  return ah.dlid == seg.header().lid;
+}
+
+using transport::mtu_bytes;
 
 std::optional<TransmitResult> HostFabric::transmit(transport::SendSide& s, transport::SendWqe& w) {
   TransmitResult result;

@@ -415,6 +415,8 @@ def fmt(v, unit):
         return "%.2f GB/s" % v if v < 100 else "%.0f GB/s" % v
     if unit == "Mpps":
         return "%.2f Mpps" % v
+    if unit == "instr":
+        return "%.0f" % v
     return "%.3g %s" % (v, unit)
 
 
@@ -500,7 +502,7 @@ def render_group(groups):
     out = ["| measurement | median | runs | unit |", "|---|---|---|---|"]
     for key, m in DATA["measurements"].items():
         if m["group"] in groups:
-            runs = ", ".join("%.3g" % v for v in m["runs"])
+            runs = ", ".join(("%.0f" if m["unit"] == "instr" else "%.3g") % v for v in m["runs"])
             out.append("| %s | %s | %s | %s |" % (m["label"], fmt(m["median"], m["unit"]), runs or "failed", m["unit"]))
     return "\n".join(out)
 
@@ -721,6 +723,42 @@ def section_scale():
                    cmdline(cmd, env={"SOFTVERBS_DEVICE_PATH": "<segment>"}), runs[name], unit)
 
 
+def section_cost():
+    """Instructions per 64-byte message on the post -> completion path
+    (bench/cost/msg_cost.cc under callgrind): the difference between two runs
+    with different message counts, divided by the difference in messages. It
+    is deterministic, so one run is enough and the machine's load does not
+    move it."""
+    print("softverbs: instructions per 64 B message (callgrind)", flush=True)
+    tool = ARGS.build / "bin" / "sv_bench_msg_cost"
+    if not tool.exists():
+        skip("message cost", "%s is missing: build with -DSOFTVERBS_BENCH=ON" % tool)
+        return
+    if not have("valgrind"):
+        skip("message cost", "valgrind is not installed (Debian package valgrind)")
+        return
+    small, large = 2000, 12000
+    for op, label in (("write", "64 B RDMA WRITE, post -> completion"),
+                      ("send", "64 B SEND + its RECV, post -> both completions")):
+        counts = []
+        for n in (small, large):
+            seg = "/dev/shm/softverbs-bench-%d-cost" % os.getpid()
+            cmd = ["valgrind", "--tool=callgrind", "--callgrind-out-file=/dev/null", tool, op, n]
+            rc, out = run_one(cmd, env={"SOFTVERBS_DEVICE_PATH": seg}, timeout=120)
+            if os.path.exists(seg):
+                os.unlink(seg)
+            got = re.search(r"Collected : (\d+)", out)
+            if rc != 0 or got is None:
+                note_failure(cmdline(cmd), rc, out, "")
+                break
+            counts.append(int(got.group(1)))
+        values = [(counts[1] - counts[0]) / (large - small)] if len(counts) == 2 else []
+        record("sv.cost.%s.64" % op, "softverbs host: instructions per %s" % label, "softverbs-cost",
+               "valgrind --tool=callgrind %s %s {%d,%d} (difference / %d)" % (
+                   os.path.relpath(tool, REPO), op, small, large, large - small),
+               values, "instr")
+
+
 def section_roce():
     print("softverbs RoCE between two network namespaces", flush=True)
     try:
@@ -766,8 +804,8 @@ def main():
     ap.add_argument("--runs", type=int, help="runs per figure (default 5; 1 with --quick)")
     ap.add_argument("--budget", type=float, default=780, help="seconds; later measurements are skipped past it")
     ap.add_argument("--timeout", type=float, default=60, help="seconds per server+client pair")
-    ap.add_argument("--only", default="host,ucx,fabric,limits,roce,sweep,scale",
-                    help="comma-separated sections: host,ucx,fabric,limits,roce,sweep,scale")
+    ap.add_argument("--only", default="host,ucx,fabric,limits,roce,sweep,scale,cost",
+                    help="comma-separated sections: host,ucx,fabric,limits,roce,sweep,scale,cost")
     ap.add_argument("--publish", action="store_true",
                     help="with --quick: still write bench/results/ and docs/ (default: only bench/results/tmp/)")
     ARGS = ap.parse_args()
@@ -797,7 +835,7 @@ def main():
     print("bench: %s, %d runs per figure, build %s" % (DATA["date"], ARGS.runs, ARGS.build), flush=True)
     for name, fn in (("limits", section_limits), ("host", section_host), ("ucx", section_ucx_host),
                      ("fabric", section_fabric), ("roce", section_roce), ("sweep", section_sweep),
-                     ("scale", section_scale)):
+                     ("scale", section_scale), ("cost", section_cost)):
         if name not in only:
             continue
         if over_budget():
@@ -857,6 +895,7 @@ def write_doc(doc, png, results):
         "PEERS": render_group({"ucx", "ucx-veth", "fabric"}),
         "LIMITS": render_group({"limits"}),
         "SCALE": render_group({"softverbs-scale"}),
+        "COST": render_group({"softverbs-cost"}),
         "SKIPPED": skipped,
         "NOTES": notes,
     }

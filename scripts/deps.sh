@@ -10,7 +10,7 @@ packages=(
   libcli11-dev nlohmann-json3-dev libpcap-dev libdeflate-dev
   iproute2 procps python3-scapy tshark
   clang-14 libclang-rt-14-dev
-  ucx-utils libfabric-bin python3-matplotlib
+  ucx-utils libfabric-bin python3-matplotlib valgrind
 )
 
 missing=()

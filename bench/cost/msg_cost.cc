@@ -16,48 +16,11 @@
 #include <cstring>
 #include <string_view>
 
+#include "../common/rc_connect.h"
+
 namespace {
 
-[[noreturn]] void die(const char* what) {
-  std::fprintf(stderr, "msg_cost: %s: %s\n", what, std::strerror(errno));
-  std::exit(1);
-}
-
-void modify(ibv_qp* qp, ibv_qp_attr& a, int mask, const char* what) {
-  errno = ibv_modify_qp(qp, &a, mask);
-  if (errno != 0) die(what);
-}
-
-void connect(ibv_qp* qp, uint32_t dest, const ibv_port_attr& port, ibv_context* ctx) {
-  ibv_qp_attr a{};
-  a.qp_state = IBV_QPS_INIT;
-  a.port_num = 1;
-  a.qp_access_flags = IBV_ACCESS_REMOTE_WRITE;
-  modify(qp, a, IBV_QP_STATE | IBV_QP_PKEY_INDEX | IBV_QP_PORT | IBV_QP_ACCESS_FLAGS, "INIT");
-  a = {};
-  a.qp_state = IBV_QPS_RTR;
-  a.path_mtu = IBV_MTU_4096;
-  a.dest_qp_num = dest;
-  a.ah_attr.dlid = port.lid;
-  a.ah_attr.port_num = 1;
-  a.ah_attr.is_global = port.link_layer == IBV_LINK_LAYER_ETHERNET;
-  if (a.ah_attr.is_global && ibv_query_gid(ctx, 1, 0, &a.ah_attr.grh.dgid) != 0) die("ibv_query_gid");
-  a.max_dest_rd_atomic = 1;
-  a.min_rnr_timer = 12;
-  modify(qp, a,
-         IBV_QP_STATE | IBV_QP_AV | IBV_QP_PATH_MTU | IBV_QP_DEST_QPN | IBV_QP_RQ_PSN | IBV_QP_MAX_DEST_RD_ATOMIC |
-             IBV_QP_MIN_RNR_TIMER,
-         "RTR");
-  a = {};
-  a.qp_state = IBV_QPS_RTS;
-  a.timeout = 14;
-  a.retry_cnt = 7;
-  a.rnr_retry = 7;
-  a.max_rd_atomic = 1;
-  modify(qp, a,
-         IBV_QP_STATE | IBV_QP_SQ_PSN | IBV_QP_TIMEOUT | IBV_QP_RETRY_CNT | IBV_QP_RNR_RETRY | IBV_QP_MAX_QP_RD_ATOMIC,
-         "RTS");
-}
+[[noreturn]] void die(const char* what) { svbench::die_errno("msg_cost", what); }
 
 // Polls until `want` successful completions have arrived.
 void reap(ibv_cq* cq, int want) {
@@ -104,19 +67,11 @@ int main(int argc, char** argv) {
 
   ibv_qp* qp[2];
   for (ibv_qp*& q : qp) {
-    ibv_qp_init_attr ia{};
-    ia.send_cq = cq;
-    ia.recv_cq = cq;
-    ia.qp_type = IBV_QPT_RC;
-    ia.cap.max_send_wr = 16;
-    ia.cap.max_recv_wr = 16;
-    ia.cap.max_send_sge = 1;
-    ia.cap.max_recv_sge = 1;
-    q = ibv_create_qp(pd, &ia);
-    if (q == nullptr) die("ibv_create_qp");
+    q = svbench::create_rc_or_die("msg_cost", pd, cq);
+    svbench::to_init("msg_cost", q);
   }
-  connect(qp[0], qp[1]->qp_num, port, ctx);
-  connect(qp[1], qp[0]->qp_num, port, ctx);
+  svbench::to_rts("msg_cost", qp[0], qp[1]->qp_num, port, ctx);
+  svbench::to_rts("msg_cost", qp[1], qp[0]->qp_num, port, ctx);
 
   ibv_sge src{reinterpret_cast<uint64_t>(buf), 64, mr->lkey};
   ibv_sge dst{reinterpret_cast<uint64_t>(buf) + 2048, 64, mr->lkey};

@@ -13,6 +13,8 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include "../common/rc_connect.h"
+
 #include <algorithm>
 #include <chrono>
 #include <cstdio>
@@ -27,10 +29,7 @@ double now_us() {
   return std::chrono::duration<double, std::micro>(std::chrono::steady_clock::now().time_since_epoch()).count();
 }
 
-[[noreturn]] void die(const char* what) {
-  std::fprintf(stderr, "qp_scale: %s: %s\n", what, std::strerror(errno));
-  std::exit(1);
-}
+[[noreturn]] void die(const char* what) { svbench::die_errno("qp_scale", what); }
 
 long resident_bytes() {
   long pages = 0, resident = 0;
@@ -45,11 +44,6 @@ long segment_bytes() {
   struct stat st {};
   if (p == nullptr || stat(p, &st) != 0) return 0;
   return static_cast<long>(st.st_blocks) * 512;
-}
-
-void modify(ibv_qp* qp, ibv_qp_attr& a, int mask, const char* what) {
-  errno = ibv_modify_qp(qp, &a, mask);
-  if (errno != 0) die(what);
 }
 
 }  // namespace
@@ -79,48 +73,10 @@ int main(int argc, char** argv) {
   std::vector<ibv_qp*> qps(n);
   const double t0 = now_us();
   for (int i = 0; i < n; ++i) {
-    ibv_qp_init_attr ia{};
-    ia.send_cq = cq;
-    ia.recv_cq = cq;
-    ia.qp_type = IBV_QPT_RC;
-    ia.cap.max_send_wr = 16;
-    ia.cap.max_recv_wr = 16;
-    ia.cap.max_send_sge = 1;
-    ia.cap.max_recv_sge = 1;
-    qps[i] = ibv_create_qp(pd, &ia);
-    if (qps[i] == nullptr) die("ibv_create_qp");
-    ibv_qp_attr a{};
-    a.qp_state = IBV_QPS_INIT;
-    a.port_num = 1;
-    a.qp_access_flags = IBV_ACCESS_REMOTE_WRITE;
-    modify(qps[i], a, IBV_QP_STATE | IBV_QP_PKEY_INDEX | IBV_QP_PORT | IBV_QP_ACCESS_FLAGS, "INIT");
+    qps[i] = svbench::create_rc_or_die("qp_scale", pd, cq);
+    svbench::to_init("qp_scale", qps[i]);
   }
-  for (int i = 0; i < n; ++i) {
-    ibv_qp_attr a{};
-    a.qp_state = IBV_QPS_RTR;
-    a.path_mtu = IBV_MTU_4096;
-    a.dest_qp_num = qps[i ^ 1]->qp_num;
-    a.ah_attr.dlid = port.lid;
-    a.ah_attr.port_num = 1;
-    a.ah_attr.is_global = port.link_layer == IBV_LINK_LAYER_ETHERNET;
-    if (a.ah_attr.is_global && ibv_query_gid(ctx, 1, 0, &a.ah_attr.grh.dgid) != 0) die("ibv_query_gid");
-    a.max_dest_rd_atomic = 1;
-    a.min_rnr_timer = 12;
-    modify(qps[i], a,
-           IBV_QP_STATE | IBV_QP_AV | IBV_QP_PATH_MTU | IBV_QP_DEST_QPN | IBV_QP_RQ_PSN | IBV_QP_MAX_DEST_RD_ATOMIC |
-               IBV_QP_MIN_RNR_TIMER,
-           "RTR");
-    a = {};
-    a.qp_state = IBV_QPS_RTS;
-    a.timeout = 14;
-    a.retry_cnt = 7;
-    a.rnr_retry = 7;
-    a.max_rd_atomic = 1;
-    modify(qps[i], a,
-           IBV_QP_STATE | IBV_QP_SQ_PSN | IBV_QP_TIMEOUT | IBV_QP_RETRY_CNT | IBV_QP_RNR_RETRY |
-               IBV_QP_MAX_QP_RD_ATOMIC,
-           "RTS");
-  }
+  for (int i = 0; i < n; ++i) svbench::to_rts("qp_scale", qps[i], qps[i ^ 1]->qp_num, port, ctx);
   const double setup_us = now_us() - t0;
   const long seg1 = segment_bytes();
   const long rss1 = resident_bytes();

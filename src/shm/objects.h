@@ -112,6 +112,7 @@ struct Sge {
 };
 
 struct RecvWqe {
+  uint64_t seq;       // index + 1 once the entry at index is published
   uint64_t wr_id;
   uint32_t num_sge;
   uint32_t reserved;
@@ -124,8 +125,12 @@ struct RecvQueue {
   uint32_t stride;
   uint32_t max_sge;
   std::atomic<uint32_t> limit;  // SRQ limit (IBV_EVENT_SRQ_LIMIT_REACHED), 0 = disarmed
+  // Consumers find published entries by their seq, never by reading tail,
+  // and the owner re-reads head only when its last look says full: a take
+  // and a post then touch the other side's lines only for the entry itself.
   alignas(64) std::atomic<uint64_t> head;  // consumers claim by CAS
   alignas(64) std::atomic<uint64_t> tail;  // the owner publishes
+  std::atomic<uint64_t> head_seen;         // the owner's last look at head
 };
 
 // IBA 9.7.5.1.5 / C9-155: a duplicate atomic is answered with the original
@@ -157,25 +162,34 @@ struct ResponderState {
   AtomicReplay atomics[kMaxRdAtomic];
 };
 
-// Per-QP counters, at least what Linux Soft-RoCE exposes.
+// Per-QP counters, at least what Linux Soft-RoCE exposes. The requester's
+// (written by the QP's owner) and the responder's (written by whoever runs its
+// responder: on the host fabric, the peer's process) sit on separate cache
+// lines, so a message does not move a line between the two cores.
 struct QpCounters {
-  std::atomic<uint64_t> sent_packets;      // requests, retransmissions included
-  std::atomic<uint64_t> received_packets;  // requests that reached the responder
+  // Requester side.
+  alignas(64) std::atomic<uint64_t> sent_packets;  // requests, retransmissions included
   std::atomic<uint64_t> sent_messages;
-  std::atomic<uint64_t> received_messages;
   std::atomic<uint64_t> sent_bytes;
-  std::atomic<uint64_t> received_bytes;
-  std::atomic<uint64_t> rnr_naks_sent;
   std::atomic<uint64_t> rnr_naks_received;
   std::atomic<uint64_t> retries;
   std::atomic<uint64_t> retry_exceeded;
   std::atomic<uint64_t> rnr_retry_exceeded;
   std::atomic<uint64_t> remote_errors;
+  std::atomic<uint64_t> sequence_naks_received;
+  // Responder side.
+  alignas(64) std::atomic<uint64_t> received_packets;  // requests that reached the responder
+  std::atomic<uint64_t> received_messages;
+  std::atomic<uint64_t> received_bytes;
+  std::atomic<uint64_t> rnr_naks_sent;
   std::atomic<uint64_t> duplicate_requests;
   std::atomic<uint64_t> out_of_sequence;
-  std::atomic<uint64_t> sequence_naks_received;
 };
 
+// The QP's configuration lines are written at create/modify time only and
+// read by every peer's responder; what the datapath writes lives on lines of
+// its own, grouped by writer (the owner's requester, or the peer running the
+// responder), so that the configuration stays shared in both cores' caches.
 struct alignas(64) SharedQp {
   std::atomic<uint32_t> slot_state;  // SlotState
   uint32_t qpn;
@@ -188,7 +202,7 @@ struct alignas(64) SharedQp {
   std::atomic<uint8_t> min_rnr_timer;
   uint8_t max_dest_rd_atomic;
   uint8_t sq_sig_all;
-  uint8_t host_path;                 // fabric::host::Path the last requester to us used
+  uint8_t reserved0;
   std::atomic<uint32_t> access_flags;  // qp_access_flags
   uint32_t pd_id;
   uint32_t dest_qpn;
@@ -198,10 +212,13 @@ struct alignas(64) SharedQp {
   uint32_t srq;                      // SRQ slot + 1; 0 = none
   uint16_t dlid;
   uint16_t pkey_index;
-  uint32_t requester_qpn;            // QPN of the peer that last sent to us
   std::atomic<uint64_t> pending_async;  // bits (1 << ibv_event_type) raised by peers
   RecvQueue rq;
+  // Written by the responder.
+  alignas(64) uint32_t requester_qpn;  // QPN of the peer that last sent to us
   ResponderState resp;
+  // Written by the owner's requester.
+  alignas(64) uint8_t host_path;       // fabric::host::Path our requests last used
   QpCounters counters;
 };
 
@@ -255,6 +272,7 @@ struct alignas(64) SharedCq {
   std::atomic<uint32_t> armed;    // CqArm
   std::atomic<uint32_t> overrun;  // set once; the CQ is in error
   alignas(64) std::atomic<uint64_t> tail;  // producers reserve by CAS
+  std::atomic<uint64_t> head_seen;         // producers' last look at head: re-read only when full
   alignas(64) std::atomic<uint64_t> head;  // the owner consumes
 };
 

@@ -34,8 +34,11 @@ inline RecvWqe* rq_slot(const Segment& seg, const RecvQueue& rq, uint64_t index)
   return seg.ptr<RecvWqe>(rq.ring + (index & (rq.capacity - 1)) * rq.stride);
 }
 
+// Whole cache lines: the owner posting the next entry must not write the
+// line a consumer is reading the previous one from.
 inline uint32_t rq_stride_for(uint32_t max_sge) {
-  return static_cast<uint32_t>(sizeof(RecvWqe) + (max_sge == 0 ? 1 : max_sge) * sizeof(Sge));
+  const size_t bytes = sizeof(RecvWqe) + (max_sge == 0 ? 1 : max_sge) * sizeof(Sge);
+  return static_cast<uint32_t>((bytes + 63) & ~size_t{63});
 }
 
 inline uint64_t rq_depth(const RecvQueue& rq) {
@@ -45,11 +48,16 @@ inline uint64_t rq_depth(const RecvQueue& rq) {
 // Owner only. Returns false when the queue is full.
 inline bool rq_post(const Segment& seg, RecvQueue& rq, uint64_t wr_id, const Sge* sge, uint32_t num_sge) {
   const uint64_t tail = rq.tail.load(std::memory_order_relaxed);
-  if (tail - rq.head.load(std::memory_order_acquire) >= rq.capacity) return false;
+  if (tail - rq.head_seen.load(std::memory_order_relaxed) >= rq.capacity) {
+    // The entry a full ring reuses is free once a consumer's claim of it is seen.
+    rq.head_seen.store(rq.head.load(std::memory_order_acquire), std::memory_order_relaxed);
+    if (tail - rq.head_seen.load(std::memory_order_relaxed) >= rq.capacity) return false;
+  }
   RecvWqe* w = rq_slot(seg, rq, tail);
-  const RecvWqe head_words{wr_id, num_sge, 0};
-  store_words(w, &head_words, sizeof(RecvWqe));
+  const RecvWqe head_words{0, wr_id, num_sge, 0};
+  store_words(&w->wr_id, &head_words.wr_id, sizeof(RecvWqe) - sizeof(uint64_t));
   store_words(w->sge, sge, num_sge * sizeof(Sge));
+  __atomic_store_n(&w->seq, tail + 1, __ATOMIC_RELEASE);
   rq.tail.store(tail + 1, std::memory_order_release);
   return true;
 }
@@ -58,8 +66,14 @@ inline bool rq_post(const Segment& seg, RecvQueue& rq, uint64_t wr_id, const Sge
 inline bool rq_take(const Segment& seg, RecvQueue& rq, uint64_t* wr_id, Sge* sge, uint32_t* num_sge) {
   uint64_t head = rq.head.load(std::memory_order_acquire);
   for (;;) {
-    if (head == rq.tail.load(std::memory_order_acquire)) return false;
     const RecvWqe* w = rq_slot(seg, rq, head);
+    if (__atomic_load_n(&w->seq, __ATOMIC_ACQUIRE) != head + 1) {
+      // Not published yet, or taken and reused while our head went stale.
+      const uint64_t fresh = rq.head.load(std::memory_order_acquire);
+      if (fresh == head) return false;
+      head = fresh;
+      continue;
+    }
     RecvWqe head_words;
     load_words(&head_words, w, sizeof(RecvWqe));
     *wr_id = head_words.wr_id;
@@ -86,7 +100,15 @@ enum class CqPush { kOk, kOverrun };
 // it reads head (a parameter so tests can replay that interleaving).
 inline CqPush cq_push_from(const Segment& seg, SharedCq& cq, const Cqe& cqe, uint64_t tail) {
   for (;;) {
-    const uint64_t head = cq.head.load(std::memory_order_acquire);
+    // head_seen never runs ahead of head, so it can only make the ring look
+    // fuller than it is; head itself (the consumer's line) is read only then.
+    // Release/acquire on head_seen carries the consumer's release of head to
+    // producers that did not read head themselves.
+    uint64_t head = cq.head_seen.load(std::memory_order_acquire);
+    if (tail < head || tail - head >= cq.capacity) {
+      head = cq.head.load(std::memory_order_acquire);
+      cq.head_seen.store(head, std::memory_order_release);
+    }
     // A stale `tail` can be behind a head the consumer has since advanced:
     // only a fresh tail that is a full ring ahead means overrun.
     if (tail < head || tail - head >= cq.capacity) {

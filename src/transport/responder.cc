@@ -370,7 +370,7 @@ Response Responder::run() {
     }
     return on_ud_send();
   }
-  qp_.requester_qpn = req_.src_qpn;
+  if (qp_.requester_qpn != req_.src_qpn) qp_.requester_qpn = req_.src_qpn;
   if (qp_.qp_type == IBV_QPT_RC) {
     const int32_t d = wire::psn_diff(wire::Psn(req_.psn), wire::Psn(st_.epsn));
     if (d < 0) return on_duplicate();

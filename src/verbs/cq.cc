@@ -116,6 +116,7 @@ Result<Cq*> Cq::create(Context* ctx, const ibv_cq_init_attr_ex& attr) {
   s.armed.store(shm::kCqDisarmed);
   s.overrun.store(0);
   s.tail.store(0);
+  s.head_seen.store(0);
   s.head.store(0);
   s.dead_since_ns = 0;
   s.slot_state.store(static_cast<uint32_t>(shm::SlotState::kLive), std::memory_order_release);

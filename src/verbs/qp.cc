@@ -244,8 +244,11 @@ void Qp::apply(const ibv_qp_attr& a, int mask, ibv_qp_state next, fabric::Fabric
     side_.wait_until = 0;
     side_.ack_timeout = false;
     side_.fabric = nullptr;
-    s.rq.head.store(0);
-    s.rq.tail.store(0);
+    // Discard by moving head up to tail: indices stay monotonic, so an entry
+    // posted before the reset can never match a later index's seq.
+    const uint64_t rq_tail = s.rq.tail.load();
+    s.rq.head.store(rq_tail);
+    s.rq.head_seen.store(rq_tail);
     std::memset(static_cast<void*>(&s.resp), 0, sizeof s.resp);
     const ibv_qp_cap cap = attr_.cap;
     attr_ = ibv_qp_attr{};

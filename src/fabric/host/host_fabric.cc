@@ -174,7 +174,10 @@ std::optional<TransmitResult> HostFabric::transmit(transport::SendSide& s, trans
       transport::scatter_from(c, &resp.original, 8);
     }
   }
-  if (!local) s.shared->host_path = static_cast<uint8_t>(std::max(peer_mem.used(), Path::kLocal));
+  if (!local) {
+    const auto path = static_cast<uint8_t>(std::max(peer_mem.used(), Path::kLocal));
+    if (s.shared->host_path != path) s.shared->host_path = path;  // a store per message would dirty the line
+  }
   return result;
 }
 

@@ -50,8 +50,9 @@ inline bool rq_post(const Segment& seg, RecvQueue& rq, uint64_t wr_id, const Sge
   const uint64_t tail = rq.tail.load(std::memory_order_relaxed);
   if (tail - rq.head_seen.load(std::memory_order_relaxed) >= rq.capacity) {
     // The entry a full ring reuses is free once a consumer's claim of it is seen.
-    rq.head_seen.store(rq.head.load(std::memory_order_acquire), std::memory_order_relaxed);
-    if (tail - rq.head_seen.load(std::memory_order_relaxed) >= rq.capacity) return false;
+    const uint64_t head = rq.head.load(std::memory_order_acquire);
+    rq.head_seen.store(head, std::memory_order_relaxed);
+    if (tail - head >= rq.capacity) return false;
   }
   RecvWqe* w = rq_slot(seg, rq, tail);
   const RecvWqe head_words{0, wr_id, num_sge, 0};

@@ -326,6 +326,7 @@ TEST(RcOrdering, LongSendStream) {
           ASSERT_TRUE(check_wc(wc, {.wr_id = done, .opcode = IBV_WC_SEND, .qp_num = qp.qpn()}));
           ++done;
         }
+        ASSERT_TRUE(p.peer().signal("completed"));
         ASSERT_TRUE(p.peer().wait("received", Deadline(scaled(Millis(20'000)))));
       },
       "receiver",
@@ -352,6 +353,9 @@ TEST(RcOrdering, LongSendStream) {
           ++received;
         }
         ASSERT_TRUE(p.peer().signal("received"));
+        // Stay until the sender has every completion: the last ACK may be
+        // lost (SOFTVERBS_FAULTS) and its retry needs this QP to answer.
+        ASSERT_TRUE(p.peer().wait("completed", Deadline(scaled(Millis(20'000)))));
       });
 }
 

@@ -125,12 +125,15 @@ struct RecvQueue {
   uint32_t stride;
   uint32_t max_sge;
   std::atomic<uint32_t> limit;  // SRQ limit (IBV_EVENT_SRQ_LIMIT_REACHED), 0 = disarmed
-  // Consumers find published entries by their seq, never by reading tail,
-  // and the owner re-reads head only when its last look says full: a take
-  // and a post then touch the other side's lines only for the entry itself.
+  // Consumers find published entries by their seq, never by reading tail.
+  // The owner learns which slots are free from the receive completions it
+  // polls (as mlx5 does), and re-reads head only when that and its last look
+  // at head both say full: a take and a post then touch the other side's
+  // lines only for the entry itself, even on a queue kept full.
   alignas(64) std::atomic<uint64_t> head;  // consumers claim by CAS
   alignas(64) std::atomic<uint64_t> tail;  // the owner publishes
   std::atomic<uint64_t> head_seen;         // the owner's last look at head
+  std::atomic<uint64_t> polled;            // 1 + the last entry whose completion the owner polled
 };
 
 // IBA 9.7.5.1.5 / C9-155: a duplicate atomic is answered with the original
@@ -154,6 +157,7 @@ struct ResponderState {
   uint32_t recv_offset;     // SEND: bytes placed so far
   uint32_t recv_valid;      // a receive WQE has been taken for the message
   uint64_t recv_wr_id;
+  uint64_t recv_index;      // its index in the receive queue
   uint32_t recv_num_sge;
   uint32_t recv_from_srq;
   uint32_t psn_nak_sent;    // one PSN sequence NAK per gap (IBA 9.7.5.1.2)
@@ -250,6 +254,7 @@ struct Cqe {
   uint8_t dlid_path_bits;
   uint8_t solicited;
   uint8_t reserved;
+  uint64_t rq_index;     // receives from a QP's own queue: the entry's index
   static constexpr uint32_t kRecv = 0xffffffffu;
 };
 static_assert(sizeof(Cqe) <= 56);

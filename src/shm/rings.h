@@ -4,6 +4,7 @@
 // and 5 for who produces and who consumes.
 #pragma once
 
+#include <algorithm>
 #include <atomic>
 #include <cstdint>
 #include <cstring>
@@ -57,7 +58,9 @@ inline uint64_t rq_depth(const RecvQueue& rq) {
 // Owner only. Returns false when the queue is full.
 inline bool rq_post(const Segment& seg, RecvQueue& rq, uint64_t wr_id, const Sge* sge, uint32_t num_sge) {
   const uint64_t tail = rq.tail.load(std::memory_order_relaxed);
-  if (tail - rq.head_seen.load(std::memory_order_relaxed) >= rq.capacity) {
+  // Both are lower bounds of head: a polled completion's entry was claimed.
+  const uint64_t freed = std::max(rq.head_seen.load(std::memory_order_relaxed), rq.polled.load(std::memory_order_acquire));
+  if (tail - freed >= rq.capacity) {
     // The entry a full ring reuses is free once a consumer's claim of it is seen.
     const uint64_t head = rq.head.load(std::memory_order_acquire);
     rq.head_seen.store(head, std::memory_order_relaxed);
@@ -72,8 +75,19 @@ inline bool rq_post(const Segment& seg, RecvQueue& rq, uint64_t wr_id, const Sge
   return true;
 }
 
-// Any consumer. Copies the oldest entry out and claims it. Returns false when empty.
-inline bool rq_take(const Segment& seg, RecvQueue& rq, uint64_t* wr_id, Sge* sge, uint32_t* num_sge) {
+// The owner, polling the completion of the receive at `index`: its slot is
+// free (the consumer claimed it, copy done, before completing it). Stale
+// indices (from before a reset) and ones never posted change nothing.
+inline void rq_note_polled(RecvQueue& rq, uint64_t index) {
+  const uint64_t next = index + 1;
+  if (next > rq.polled.load(std::memory_order_relaxed) && next <= rq.tail.load(std::memory_order_relaxed))
+    rq.polled.store(next, std::memory_order_release);
+}
+
+// Any consumer. Copies the oldest entry out and claims it; *index is its
+// index. Returns false when empty.
+inline bool rq_take(const Segment& seg, RecvQueue& rq, uint64_t* wr_id, Sge* sge, uint32_t* num_sge,
+                    uint64_t* index) {
   uint64_t head = rq.head.load(std::memory_order_acquire);
   for (;;) {
     const RecvWqe* w = rq_slot(seg, rq, head);
@@ -96,6 +110,7 @@ inline bool rq_take(const Segment& seg, RecvQueue& rq, uint64_t* wr_id, Sge* sge
       // The owner posts well ahead: start fetching the next entry's line now,
       // so the next message does not wait for it.
       __builtin_prefetch(rq_slot(seg, rq, head + 1), 0);
+      *index = head;
       return true;
     }
   }

@@ -103,14 +103,47 @@ TEST_F(RingsTest, RecvQueueIsFifoAndBounded) {
   EXPECT_FALSE(rq_post(*seg_, rq, 99, sge, 2));
   uint64_t wr_id;
   uint32_t n;
+  uint64_t index;
   Sge out[2];
   for (uint64_t i = 0; i < 4; ++i) {
-    ASSERT_TRUE(rq_take(*seg_, rq, &wr_id, out, &n));
+    ASSERT_TRUE(rq_take(*seg_, rq, &wr_id, out, &n, &index));
     EXPECT_EQ(wr_id, i);
+    EXPECT_EQ(index, i);
     EXPECT_EQ(n, 2u);
     EXPECT_EQ(out[1].lkey, 6u);
   }
-  EXPECT_FALSE(rq_take(*seg_, rq, &wr_id, out, &n));
+  EXPECT_FALSE(rq_take(*seg_, rq, &wr_id, out, &n, &index));
+}
+
+// Polled completions free slots for the owner, but a note for an entry never
+// posted (a stale or foreign completion) must not let a post overwrite an
+// entry nobody has claimed.
+TEST_F(RingsTest, PolledReceivesFreeOnlyClaimedSlots) {
+  RecvQueue& rq = seg_->qp(4).rq;
+  rq.capacity = 4;
+  rq.max_sge = 1;
+  rq.stride = rq_stride_for(1);
+  Result<Offset> ring = seg_->arena_alloc(rq.capacity * rq.stride);
+  ASSERT_TRUE(ring.is_ok());
+  rq.ring = ring.value();
+  Sge sge{1, 2, 3};
+  for (uint64_t i = 0; i < 4; ++i) ASSERT_TRUE(rq_post(*seg_, rq, i, &sge, 1));
+  rq_note_polled(rq, 10);  // beyond the tail: ignored
+  EXPECT_FALSE(rq_post(*seg_, rq, 4, &sge, 1));
+  uint64_t wr_id, index;
+  uint32_t n;
+  Sge out[1];
+  for (int k = 0; k < 2; ++k) ASSERT_TRUE(rq_take(*seg_, rq, &wr_id, out, &n, &index));
+  rq_note_polled(rq, index);
+  rq_note_polled(rq, 0);  // older than what was noted: ignored
+  EXPECT_EQ(rq.polled.load(), 2u);
+  EXPECT_TRUE(rq_post(*seg_, rq, 4, &sge, 1));
+  EXPECT_TRUE(rq_post(*seg_, rq, 5, &sge, 1));
+  EXPECT_FALSE(rq_post(*seg_, rq, 6, &sge, 1));
+  for (uint64_t i = 2; i < 6; ++i) {
+    ASSERT_TRUE(rq_take(*seg_, rq, &wr_id, out, &n, &index));
+    EXPECT_EQ(wr_id, i);
+  }
 }
 
 TEST_F(RingsTest, ConcurrentConsumersTakeEachEntryOnce) {
@@ -127,11 +160,11 @@ TEST_F(RingsTest, ConcurrentConsumersTakeEachEntryOnce) {
   std::vector<std::thread> consumers;
   for (int c = 0; c < 2; ++c)
     consumers.emplace_back([&] {
-      uint64_t wr_id;
+      uint64_t wr_id, index;
       uint32_t n;
       Sge out[1];
       while (taken.load() < kTotal)
-        if (rq_take(*seg_, rq, &wr_id, out, &n)) {
+        if (rq_take(*seg_, rq, &wr_id, out, &n, &index)) {
           seen[wr_id].fetch_add(1);
           taken.fetch_add(1);
         }

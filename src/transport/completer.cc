@@ -56,14 +56,16 @@ void flush_recv_queue(shm::Segment& seg, uint32_t qp_slot, Notifier& notifier) {
   if (qp.srq != 0 || qp.rq.ring == 0) return;
   uint64_t wr_id = 0;
   uint32_t n = 0;
+  uint64_t index = 0;
   shm::Sge sge[shm::kMaxSge];
-  while (shm::rq_take(seg, qp.rq, &wr_id, sge, &n)) {
+  while (shm::rq_take(seg, qp.rq, &wr_id, sge, &n, &index)) {
     shm::Cqe cqe{};
     cqe.wr_id = wr_id;
     cqe.status = IBV_WC_WR_FLUSH_ERR;
     cqe.opcode = IBV_WC_RECV;
     cqe.qp_num = qp.qpn;
     cqe.sq_index = shm::Cqe::kRecv;
+    cqe.rq_index = index;
     post_cqe(seg, qp.recv_cq, cqe, notifier);
   }
 }

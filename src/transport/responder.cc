@@ -73,7 +73,7 @@ bool Responder::take_recv_wqe() {
   }
   if (rq->ring == 0) return false;
   uint32_t n = 0;
-  if (!shm::rq_take(seg_, *rq, &st_.recv_wr_id, st_.recv_sge, &n)) return false;
+  if (!shm::rq_take(seg_, *rq, &st_.recv_wr_id, st_.recv_sge, &n, &st_.recv_index)) return false;
   st_.recv_num_sge = n;
   st_.recv_offset = 0;
   st_.recv_from_srq = qp_.srq != 0;
@@ -142,6 +142,7 @@ bool Responder::complete_recv(int status, uint32_t byte_len, bool with_imm, ibv_
   cqe.src_qp = req_.src_qpn;
   cqe.slid = req_.slid;
   cqe.sq_index = shm::Cqe::kRecv;
+  cqe.rq_index = st_.recv_index;
   cqe.solicited = req_.solicited;
   if (with_imm) {
     cqe.wc_flags = IBV_WC_WITH_IMM;

@@ -8,6 +8,7 @@
 
 #include "shm/process_registry.h"
 #include "shm/rings.h"
+#include "transport/responder.h"
 #include "util/time.h"
 #include "verbs/context.h"
 #include "verbs/device.h"
@@ -134,7 +135,18 @@ Result<Cq*> Cq::create(Context* ctx, const ibv_cq_init_attr_ex& attr) {
   return cq;
 }
 
-bool Cq::pop(shm::Cqe* out) { return shm::cq_pop(ctx_->device().seg(), *shared_, out); }
+bool Cq::pop(shm::Cqe* out) {
+  shm::Segment& seg = ctx_->device().seg();
+  if (!shm::cq_pop(seg, *shared_, out)) return false;
+  // A polled receive frees its RQ slot: the poster learns it here, not from
+  // the consumers' head (the peer's line).
+  if (out->sq_index == shm::Cqe::kRecv) {
+    const int slot = transport::qp_slot_of(seg, out->qp_num);
+    if (slot >= 0 && seg.qp(static_cast<uint32_t>(slot)).srq == 0)
+      shm::rq_note_polled(seg.qp(static_cast<uint32_t>(slot)).rq, out->rq_index);
+  }
+  return true;
+}
 
 int Cq::poll(int n, ibv_wc* wc) {
   if (n < 0 || (n > 0 && wc == nullptr)) return -EINVAL;

@@ -8,7 +8,6 @@
 
 #include "shm/process_registry.h"
 #include "shm/rings.h"
-#include "transport/responder.h"
 #include "util/time.h"
 #include "verbs/context.h"
 #include "verbs/device.h"
@@ -135,16 +134,23 @@ Result<Cq*> Cq::create(Context* ctx, const ibv_cq_init_attr_ex& attr) {
   return cq;
 }
 
+namespace {
+
+// A polled receive frees its RQ slot: the poster learns it here, not from
+// the consumers' head (the peer's line).
+void note_recv_polled(shm::Segment& seg, const shm::Cqe& cqe) {
+  shm::SharedQp& qp = seg.qp(cqe.qp_num & (shm::kMaxQpSlots - 1));
+  if (qp.slot_state.load(std::memory_order_acquire) == static_cast<uint32_t>(shm::SlotState::kLive) &&
+      qp.qpn == cqe.qp_num && qp.srq == 0)
+    shm::rq_note_polled(qp.rq, cqe.rq_index);
+}
+
+}  // namespace
+
 bool Cq::pop(shm::Cqe* out) {
   shm::Segment& seg = ctx_->device().seg();
   if (!shm::cq_pop(seg, *shared_, out)) return false;
-  // A polled receive frees its RQ slot: the poster learns it here, not from
-  // the consumers' head (the peer's line).
-  if (out->sq_index == shm::Cqe::kRecv) {
-    const int slot = transport::qp_slot_of(seg, out->qp_num);
-    if (slot >= 0 && seg.qp(static_cast<uint32_t>(slot)).srq == 0)
-      shm::rq_note_polled(seg.qp(static_cast<uint32_t>(slot)).rq, out->rq_index);
-  }
+  if (out->sq_index == shm::Cqe::kRecv) note_recv_polled(seg, *out);
   return true;
 }
 

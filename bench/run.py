@@ -5,7 +5,9 @@ Runs Debian's perftest on the host device (softverbs0) and on the RoCE device
 (softverbs_roce0, between two network namespaces), UCX's ucx_perftest and
 libfabric's fi_pingpong as peers, and the small limit programs of bench/limits
 (memcpy, cache-line ping-pong, raw UDP, TCP). Every figure is the median of
---runs runs (>= 5 unless --quick). Writes bench/results/<UTC>.json,
+--runs runs (>= 5 unless --quick), taken in rounds: each round runs every
+measurement once, so softverbs and its peers sample the same minutes of a
+machine whose speed drifts. Writes bench/results/<UTC>.json,
 docs/PERFORMANCE.md (from bench/PERFORMANCE.md.in) and docs/perf/bw_vs_size.png.
 
 Every process it starts gets its own session; it is stopped by its PID (the
@@ -144,6 +146,9 @@ def over_budget():
 
 def record(key, label, group, command, values, unit, note=None):
     values = [v for v in values if v is not None]
+    earlier = DATA["measurements"].get(key)
+    if earlier is not None:  # a later round of the same measurement
+        values = earlier["runs"] + values
     m = {"label": label, "group": group, "command": command, "runs": values, "unit": unit,
          "median": statistics.median(values) if values else None}
     if note:
@@ -155,14 +160,17 @@ def record(key, label, group, command, values, unit, note=None):
 
 
 def skip(what, why):
-    DATA["skipped"].append({"what": what, "why": why})
+    entry = {"what": what, "why": why}
+    if entry in DATA["skipped"]:
+        return  # said in an earlier round
+    DATA["skipped"].append(entry)
     print("  SKIP %s: %s" % (what, why), flush=True)
 
 
 def repeat(fn, runs=None):
-    """Runs fn() runs times; fn returns a value, a tuple of values, or None (failed)."""
+    """Runs fn() runs times (default: once per round); fn returns a value, a tuple of values, or None (failed)."""
     vals = []
-    for _ in range(runs or ARGS.runs):
+    for _ in range(runs or ARGS.per_round):
         if over_budget():
             break
         vals.append(fn())
@@ -241,7 +249,7 @@ def measure_perftest(key, label, group, tool, size, iters, pick=None, unit="us",
 def perftest_bw_both(key_bw, key_mr, label, group, tool, size, iters, roce=None, faults=None):
     """One set of runs, two figures: bandwidth (GB/s) and message rate (Mpps)."""
     cmds, bws, mrs = [], [], []
-    for _ in range(ARGS.runs):
+    for _ in range(ARGS.per_round):
         if over_budget():
             break
         v, c = perftest_once(tool, size, iters, roce, faults)
@@ -292,7 +300,7 @@ def measure_ucx(prefix, name, group, tls, tests, ns_pair=None, addr="localhost")
             skip("%s %s %s" % (name, test, size), "over the time budget")
             continue
         cmds, vals = [], {p: [] for p in picks}
-        for _ in range(ARGS.runs):
+        for _ in range(ARGS.per_round):
             v, c = ucx_once(test, size, iters, tls, ns_pair, addr)
             cmds.append(c)
             if v is not None:
@@ -705,7 +713,7 @@ def section_scale():
         runs = {name: [] for name, _, _ in metrics}
         seg = "/dev/shm/softverbs-bench-%d-scale" % os.getpid()
         cmd = [tool, n]
-        for _ in range(ARGS.runs):
+        for _ in range(ARGS.per_round):
             if over_budget():
                 break
             rc, out = run_one(cmd, env={"SOFTVERBS_DEVICE_PATH": seg}, timeout=120)
@@ -812,6 +820,7 @@ def main():
     ARGS.build = (REPO / ARGS.build).resolve() if not os.path.isabs(ARGS.build) else Path(ARGS.build)
     ARGS.lib = ARGS.build / "lib"
     ARGS.runs = ARGS.runs or (1 if ARGS.quick else 5)
+    ARGS.per_round = 1
     ARGS._roce = None
     if ARGS.runs < 5 and not ARGS.quick:
         print("bench: --runs %d: the table wants medians of >= 5 runs" % ARGS.runs, file=sys.stderr)
@@ -833,9 +842,24 @@ def main():
                  "sweep_sizes": [64, 65536, MIB] if ARGS.quick else [4 ** k for k in range(1, 12)]})
     only = set(ARGS.only.split(","))
     print("bench: %s, %d runs per figure, build %s" % (DATA["date"], ARGS.runs, ARGS.build), flush=True)
-    for name, fn in (("limits", section_limits), ("host", section_host), ("ucx", section_ucx_host),
-                     ("fabric", section_fabric), ("roce", section_roce), ("sweep", section_sweep),
-                     ("scale", section_scale), ("cost", section_cost)):
+    # The compared figures in rounds, one run each per round; then what is
+    # measured once (the sweep reuses the rounds' sizes; scale and cost are
+    # their own repeats or deterministic).
+    rounds = (("limits", section_limits), ("host", section_host), ("ucx", section_ucx_host),
+              ("fabric", section_fabric), ("roce", section_roce))
+    once = (("sweep", section_sweep), ("scale", section_scale), ("cost", section_cost))
+    for r in range(ARGS.runs):
+        print("bench: round %d of %d" % (r + 1, ARGS.runs), flush=True)
+        ARGS.per_round = 1
+        for name, fn in rounds:
+            if name not in only:
+                continue
+            if over_budget():
+                skip(name, "over the time budget (--budget %.0f s)" % ARGS.budget)
+                continue
+            fn()
+    ARGS.per_round = ARGS.runs
+    for name, fn in once:
         if name not in only:
             continue
         if over_budget():

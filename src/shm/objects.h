@@ -170,6 +170,9 @@ struct ResponderState {
 // (written by the QP's owner) and the responder's (written by whoever runs its
 // responder: on the host fabric, the peer's process) sit on separate cache
 // lines, so a message does not move a line between the two cores.
+// One writer at a time: the requester's under the QP's send-side lock, an
+// RC/UC responder's by its one connected requester (invariant 3); only a UD
+// QP's responder counters have concurrent writers (any sender).
 struct QpCounters {
   // Requester side.
   alignas(64) std::atomic<uint64_t> sent_packets;  // requests, retransmissions included
@@ -189,6 +192,13 @@ struct QpCounters {
   std::atomic<uint64_t> duplicate_requests;
   std::atomic<uint64_t> out_of_sequence;
 };
+
+// Adds to a counter that has one writer at a time (QpCounters): a load and a
+// store rather than a locked add, which would first wait for every store
+// before it to drain — a message's payload and CQE on the peer's lines.
+inline void add_single_writer(std::atomic<uint64_t>& counter, uint64_t n) {
+  counter.store(counter.load(std::memory_order_relaxed) + n, std::memory_order_relaxed);
+}
 
 // The QP's configuration lines are written at create/modify time only and
 // read by every peer's responder; what the datapath writes lives on lines of

@@ -98,8 +98,8 @@ bool on_ack_timeout(SendSide& s) {
 void complete_success(SendSide& s, uint64_t index) {
   reload_retries(s);
   SendWqe& w = s.sq.at(index);
-  s.shared->counters.sent_messages.fetch_add(1, std::memory_order_relaxed);
-  s.shared->counters.sent_bytes.fetch_add(w.length, std::memory_order_relaxed);
+  shm::add_single_writer(s.shared->counters.sent_messages, 1);
+  shm::add_single_writer(s.shared->counters.sent_bytes, w.length);
   if (s.sig_all || (w.send_flags & IBV_SEND_SIGNALED)) post_send_cqe(s, w, IBV_WC_SUCCESS);
   s.sq.done = index + 1;
 }

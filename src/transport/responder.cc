@@ -95,7 +95,7 @@ bool Responder::take_recv_wqe() {
 // (RC); the unreliable transports drop the message.
 Response Responder::receiver_not_ready() {
   if (qp_.qp_type != IBV_QPT_RC) return fail(RespError::kRecvTooSmall);
-  qp_.counters.rnr_naks_sent.fetch_add(1, std::memory_order_relaxed);
+  shm::add_single_writer(qp_.counters.rnr_naks_sent, 1);
   Response r;
   r.kind = Response::Kind::kRnrNak;
   r.rnr_timer = qp_.min_rnr_timer.load(std::memory_order_relaxed);
@@ -156,7 +156,7 @@ bool Responder::complete_recv(int status, uint32_t byte_len, bool with_imm, ibv_
 Response Responder::fail(RespError e) {
   const NakEffect fx = nak_effect(e, qp_.qp_type);
   if (e == RespError::kPsnAhead) {
-    qp_.counters.out_of_sequence.fetch_add(1, std::memory_order_relaxed);
+    shm::add_single_writer(qp_.counters.out_of_sequence, 1);
     if (st_.psn_nak_sent) {
       Response r;
       r.kind = Response::Kind::kDrop;
@@ -196,8 +196,8 @@ Response Responder::on_send() {
   if (req_.last) {
     const uint32_t len = st_.recv_offset;
     st_.msn = (st_.msn + 1) & kPsnMask;
-    qp_.counters.received_messages.fetch_add(1, std::memory_order_relaxed);
-    qp_.counters.received_bytes.fetch_add(len, std::memory_order_relaxed);
+    shm::add_single_writer(qp_.counters.received_messages, 1);
+    shm::add_single_writer(qp_.counters.received_bytes, len);
     complete_recv(IBV_WC_SUCCESS, len, req_.has_imm, IBV_WC_RECV);
   }
   return ack();
@@ -267,7 +267,7 @@ Response Responder::on_write() {
   st_.opcode_family = static_cast<uint32_t>(ReqKind::kWrite);
   advance(req_.packets);
   if (req_.last) {
-    qp_.counters.received_messages.fetch_add(1, std::memory_order_relaxed);
+    shm::add_single_writer(qp_.counters.received_messages, 1);
     if (req_.has_imm) {
       st_.msn = (st_.msn + 1) & kPsnMask;
       complete_recv(IBV_WC_SUCCESS, req_.dma_length, true, IBV_WC_RECV_RDMA_WITH_IMM);
@@ -291,7 +291,7 @@ Response Responder::on_read() {
   advance(req_.packets);
   st_.msn = (st_.msn + 1) & kPsnMask;
   r.msn = st_.msn;
-  qp_.counters.received_messages.fetch_add(1, std::memory_order_relaxed);
+  shm::add_single_writer(qp_.counters.received_messages, 1);
   return r;
 }
 
@@ -311,7 +311,7 @@ Response Responder::on_atomic() {
   slot.valid = 1;
   advance(req_.packets);
   st_.msn = (st_.msn + 1) & kPsnMask;
-  qp_.counters.received_messages.fetch_add(1, std::memory_order_relaxed);
+  shm::add_single_writer(qp_.counters.received_messages, 1);
   Response r = ack();
   r.original = original;
   return r;
@@ -320,7 +320,7 @@ Response Responder::on_atomic() {
 // IBA 9.7.5.1.5: duplicates are answered, never executed twice. READs are
 // answered again from memory; atomics from the replay ring.
 Response Responder::on_duplicate() {
-  qp_.counters.duplicate_requests.fetch_add(1, std::memory_order_relaxed);
+  shm::add_single_writer(qp_.counters.duplicate_requests, 1);
   Response r;
   r.kind = Response::Kind::kDuplicate;
   r.msn = st_.msn;
@@ -345,13 +345,13 @@ Response Responder::on_duplicate() {
 
 Response Responder::run() {
   notifier_.port_counters().rcv_packets.fetch_add(req_.packets, std::memory_order_relaxed);
-  qp_.counters.received_packets.fetch_add(req_.packets, std::memory_order_relaxed);
   notifier_.port_counters().rcv_bytes.fetch_add(req_.payload.bytes, std::memory_order_relaxed);
   // C9-… : packets for a QP that cannot receive are silently dropped.
   if (qp_.slot_state.load(std::memory_order_acquire) != static_cast<uint32_t>(shm::SlotState::kLive) ||
       qp_.qpn != req_.dest_qpn || !accepts_requests(qp_.state.load(std::memory_order_acquire))) {
     SV_LOG_RATELIMITED(kDebug, "QP %#x: request dropped: state %u", req_.dest_qpn,
                        static_cast<unsigned>(qp_.state.load()));
+    qp_.counters.received_packets.fetch_add(req_.packets, std::memory_order_relaxed);
     notifier_.port_counters().dropped_requests.fetch_add(1, std::memory_order_relaxed);
     return Response{};
   }
@@ -359,10 +359,12 @@ Response Responder::run() {
   if ((qp_.qp_type == IBV_QPT_RC || qp_.qp_type == IBV_QPT_UC) && req_.src_qpn != qp_.dest_qpn) {
     SV_LOG_RATELIMITED(kDebug, "QP %#x: request from QP %#x, connected to %#x: dropped", req_.dest_qpn,
                        req_.src_qpn, qp_.dest_qpn);
+    qp_.counters.received_packets.fetch_add(req_.packets, std::memory_order_relaxed);
     notifier_.port_counters().dropped_requests.fetch_add(1, std::memory_order_relaxed);
     return Response{};
   }
   if (qp_.qp_type == IBV_QPT_UD) {
+    qp_.counters.received_packets.fetch_add(req_.packets, std::memory_order_relaxed);  // senders race
     // IBA 10.2.4 / C10-15: a Q_Key that is not the QP's drops the datagram;
     // UD carries SENDs only, each one packet.
     if (req_.qkey != qp_.qkey || req_.kind != ReqKind::kSend || !req_.first || !req_.last) {
@@ -371,6 +373,8 @@ Response Responder::run() {
     }
     return on_ud_send();
   }
+  // From here on the QP's one connected requester is the only writer (invariant 3).
+  shm::add_single_writer(qp_.counters.received_packets, req_.packets);
   if (qp_.requester_qpn != req_.src_qpn) qp_.requester_qpn = req_.src_qpn;
   if (qp_.qp_type == IBV_QPT_RC) {
     const int32_t d = wire::psn_diff(wire::Psn(req_.psn), wire::Psn(st_.epsn));
@@ -378,7 +382,7 @@ Response Responder::run() {
     if (d > 0) return fail(RespError::kPsnAhead);
     st_.psn_nak_sent = 0;
   } else if (!uc_in_sequence()) {
-    qp_.counters.out_of_sequence.fetch_add(1, std::memory_order_relaxed);
+    shm::add_single_writer(qp_.counters.out_of_sequence, 1);
     return Response{};
   }
   // IBA 9.7.4.1.3 (C9-…): opcodes must follow first…middle…last of one kind.

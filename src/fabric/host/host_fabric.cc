@@ -138,7 +138,7 @@ std::optional<TransmitResult> HostFabric::transmit(transport::SendSide& s, trans
 
   shm::PortCounters& port = s.notifier->port_counters();
   port.xmit_packets.fetch_add(w.packets, std::memory_order_relaxed);
-  s.shared->counters.sent_packets.fetch_add(w.packets, std::memory_order_relaxed);
+  shm::add_single_writer(s.shared->counters.sent_packets, w.packets);
   port.xmit_bytes.fetch_add(req.payload.bytes, std::memory_order_relaxed);
 
   static HostFaults faults(port_config().faults);

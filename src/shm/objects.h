@@ -184,6 +184,14 @@ struct QpCounters {
   std::atomic<uint64_t> rnr_retry_exceeded;
   std::atomic<uint64_t> remote_errors;
   std::atomic<uint64_t> sequence_naks_received;
+  // The host fabric's share of the port's packet and byte counters, counted
+  // here (one writer) rather than in the process's PortCounters (any of its
+  // threads: a locked add each); folded into those when the QP goes
+  // (shm::fold_port_share), and added to them by whoever reads the port.
+  std::atomic<uint64_t> port_xmit_packets;
+  std::atomic<uint64_t> port_xmit_bytes;
+  std::atomic<uint64_t> port_rcv_packets;
+  std::atomic<uint64_t> port_rcv_bytes;
   // Responder side.
   alignas(64) std::atomic<uint64_t> received_packets;  // requests that reached the responder
   std::atomic<uint64_t> received_messages;

@@ -115,6 +115,13 @@ void fold_counters(Segment& seg, OwnerId who) {
 
 }  // namespace
 
+void fold_port_share(QpCounters& from, PortCounters& to) {
+  to.xmit_packets.fetch_add(from.port_xmit_packets.exchange(0));
+  to.xmit_bytes.fetch_add(from.port_xmit_bytes.exchange(0));
+  to.rcv_packets.fetch_add(from.port_rcv_packets.exchange(0));
+  to.rcv_bytes.fetch_add(from.port_rcv_bytes.exchange(0));
+}
+
 void retire_objects_of(Segment& seg, OwnerId who) {
   const uint64_t now = now_ns();
   fold_counters(seg, who);
@@ -128,6 +135,7 @@ void retire_objects_of(Segment& seg, OwnerId who) {
   for (uint32_t i = 0; i < kMaxQpSlots; ++i) {
     SharedQp& q = seg.qp(i);
     if (q.slot_state.load(std::memory_order_relaxed) == static_cast<uint32_t>(SlotState::kLive) && q.owner == who) {
+      fold_port_share(q.counters, seg.header().port);
       q.state.store(IBV_QPS_ERR, std::memory_order_release);
       mark_dead(seg, q, now);
     }

@@ -32,6 +32,9 @@ void sweep(Segment& seg);
 // Phase 1 for all objects of `who` (exposed for tests).
 void retire_objects_of(Segment& seg, OwnerId who);
 
+// Moves a QP's share of the port counters (QpCounters::port_*) into `to`.
+void fold_port_share(QpCounters& from, PortCounters& to);
+
 uint64_t process_start_time(int pid);
 
 // Phase 1 for one QP, CQ or SRQ: unreachable now, freed after the grace period.

@@ -344,8 +344,6 @@ Response Responder::on_duplicate() {
 }
 
 Response Responder::run() {
-  notifier_.port_counters().rcv_packets.fetch_add(req_.packets, std::memory_order_relaxed);
-  notifier_.port_counters().rcv_bytes.fetch_add(req_.payload.bytes, std::memory_order_relaxed);
   // C9-… : packets for a QP that cannot receive are silently dropped.
   if (qp_.slot_state.load(std::memory_order_acquire) != static_cast<uint32_t>(shm::SlotState::kLive) ||
       qp_.qpn != req_.dest_qpn || !accepts_requests(qp_.state.load(std::memory_order_acquire))) {

@@ -592,6 +592,7 @@ Status Qp::destroy() {
   {
     std::lock_guard lock(side_.lock);
     shared_->state.store(IBV_QPS_ERR, std::memory_order_release);
+    shm::fold_port_share(shared_->counters, dev.port_counters());
   }
   shm::mark_dead(dev.seg(), *shared_, now_ns());
   send_cq_->users().fetch_sub(1);

@@ -90,6 +90,17 @@ json snapshot(shm::Segment& seg) {
   add(h.port);
   for (uint32_t i = 0; i < shm::kMaxProcesses; ++i)
     if (seg.process(i).state.load() == static_cast<uint32_t>(shm::SlotState::kLive)) add(seg.process(i).port);
+  // Live QPs hold the host fabric's share until they go (shm::fold_port_share).
+  for (uint32_t i = 2; i < shm::kMaxQpSlots; ++i) {
+    const shm::SharedQp& q = seg.qp(i);
+    if (q.slot_state.load() != static_cast<uint32_t>(shm::SlotState::kLive)) continue;
+    const std::pair<const char*, const std::atomic<uint64_t>*> shares[] = {
+        {"xmit_packets", &q.counters.port_xmit_packets},
+        {"xmit_bytes", &q.counters.port_xmit_bytes},
+        {"rcv_packets", &q.counters.port_rcv_packets},
+        {"rcv_bytes", &q.counters.port_rcv_bytes}};
+    for (const auto& [name, v] : shares) counters[name] = counters.value(name, uint64_t{0}) + v->load();
+  }
   j["counters"] = counters;
   json procs = json::array();
   for (uint32_t i = 0; i < shm::kMaxProcesses; ++i) {

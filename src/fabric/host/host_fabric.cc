@@ -137,9 +137,10 @@ std::optional<TransmitResult> HostFabric::transmit(transport::SendSide& s, trans
   }
 
   shm::PortCounters& port = s.notifier->port_counters();
-  port.xmit_packets.fetch_add(w.packets, std::memory_order_relaxed);
-  shm::add_single_writer(s.shared->counters.sent_packets, w.packets);
-  port.xmit_bytes.fetch_add(req.payload.bytes, std::memory_order_relaxed);
+  shm::QpCounters& counts = s.shared->counters;
+  shm::add_single_writer(counts.sent_packets, w.packets);
+  shm::add_single_writer(counts.port_xmit_packets, w.packets);
+  shm::add_single_writer(counts.port_xmit_bytes, req.payload.bytes);
 
   static HostFaults faults(port_config().faults);
   const HostFaultDraw fault = faults.draw();
@@ -151,10 +152,15 @@ std::optional<TransmitResult> HostFabric::transmit(transport::SendSide& s, trans
   transport::LocalMemory local_mem;
   PeerMemory peer_mem(seg, target);
   transport::TargetMemory& mem = local ? static_cast<transport::TargetMemory&>(local_mem) : peer_mem;
-  result.response = transport::respond(seg, static_cast<uint32_t>(slot), req, mem, *s.notifier);
+  auto deliver = [&] {
+    shm::add_single_writer(counts.port_rcv_packets, req.packets);
+    shm::add_single_writer(counts.port_rcv_bytes, req.payload.bytes);
+    return transport::respond(seg, static_cast<uint32_t>(slot), req, mem, *s.notifier);
+  };
+  result.response = deliver();
   if (fault.duplicate) {
     port.faults_duplicated.fetch_add(1, std::memory_order_relaxed);
-    result.response = transport::respond(seg, static_cast<uint32_t>(slot), req, mem, *s.notifier);
+    result.response = deliver();
   }
   using Kind = transport::Response::Kind;
   if (fault.lose_response) {

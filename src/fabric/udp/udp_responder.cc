@@ -73,6 +73,8 @@ void UdpFabric::on_request(const Endpoint& ep, const Peer& from, uint32_t slot, 
   }
 
   transport::LocalMemory mem;
+  c.rcv_packets.fetch_add(req.packets, std::memory_order_relaxed);
+  c.rcv_bytes.fetch_add(req.payload.bytes, std::memory_order_relaxed);
   const Response resp = transport::respond(seg, slot, req, mem, host_->notifier());
   if (qp.qp_type != IBV_QPT_RC) return;  // UC and UD answer nothing
 

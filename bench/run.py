@@ -848,24 +848,21 @@ def main():
     rounds = (("limits", section_limits), ("host", section_host), ("ucx", section_ucx_host),
               ("fabric", section_fabric), ("roce", section_roce))
     once = (("sweep", section_sweep), ("scale", section_scale), ("cost", section_cost))
-    for r in range(ARGS.runs):
-        print("bench: round %d of %d" % (r + 1, ARGS.runs), flush=True)
-        ARGS.per_round = 1
-        for name, fn in rounds:
+    def run_sections(sections):
+        for name, fn in sections:
             if name not in only:
                 continue
             if over_budget():
                 skip(name, "over the time budget (--budget %.0f s)" % ARGS.budget)
                 continue
             fn()
+
+    for r in range(ARGS.runs):
+        print("bench: round %d of %d" % (r + 1, ARGS.runs), flush=True)
+        ARGS.per_round = 1
+        run_sections(rounds)
     ARGS.per_round = ARGS.runs
-    for name, fn in once:
-        if name not in only:
-            continue
-        if over_budget():
-            skip(name, "over the time budget (--budget %.0f s)" % ARGS.budget)
-            continue
-        fn()
+    run_sections(once)
     cleanup()
 
     DATA["machine"]["loadavg_end"] = list(os.getloadavg())

@@ -31,6 +31,16 @@ class RingsTest : public ::testing::Test {
     cq.slot_state.store(static_cast<uint32_t>(SlotState::kLive));
     return cq;
   }
+  RecvQueue& make_rq(uint32_t qp_slot, uint32_t capacity, uint32_t max_sge) {
+    RecvQueue& rq = seg_->qp(qp_slot).rq;
+    rq.capacity = capacity;
+    rq.max_sge = max_sge;
+    rq.stride = rq_stride_for(max_sge);
+    Result<Offset> ring = seg_->arena_alloc(rq.capacity * rq.stride);
+    EXPECT_TRUE(ring.is_ok());
+    rq.ring = ring.value();
+    return rq;
+  }
   std::string path_;
   std::unique_ptr<Segment> seg_;
 };
@@ -91,13 +101,7 @@ TEST_F(RingsTest, ConcurrentProducersNeverSeeFalseOverrun) {
 }
 
 TEST_F(RingsTest, RecvQueueIsFifoAndBounded) {
-  RecvQueue& rq = seg_->qp(2).rq;
-  rq.capacity = 4;
-  rq.max_sge = 2;
-  rq.stride = rq_stride_for(2);
-  Result<Offset> ring = seg_->arena_alloc(rq.capacity * rq.stride);
-  ASSERT_TRUE(ring.is_ok());
-  rq.ring = ring.value();
+  RecvQueue& rq = make_rq(2, 4, 2);
   Sge sge[2] = {{1, 2, 3}, {4, 5, 6}};
   for (uint64_t i = 0; i < 4; ++i) ASSERT_TRUE(rq_post(*seg_, rq, i, sge, 2));
   EXPECT_FALSE(rq_post(*seg_, rq, 99, sge, 2));
@@ -119,13 +123,7 @@ TEST_F(RingsTest, RecvQueueIsFifoAndBounded) {
 // posted (a stale or foreign completion) must not let a post overwrite an
 // entry nobody has claimed.
 TEST_F(RingsTest, PolledReceivesFreeOnlyClaimedSlots) {
-  RecvQueue& rq = seg_->qp(4).rq;
-  rq.capacity = 4;
-  rq.max_sge = 1;
-  rq.stride = rq_stride_for(1);
-  Result<Offset> ring = seg_->arena_alloc(rq.capacity * rq.stride);
-  ASSERT_TRUE(ring.is_ok());
-  rq.ring = ring.value();
+  RecvQueue& rq = make_rq(4, 4, 1);
   Sge sge{1, 2, 3};
   for (uint64_t i = 0; i < 4; ++i) ASSERT_TRUE(rq_post(*seg_, rq, i, &sge, 1));
   rq_note_polled(rq, 10);  // beyond the tail: ignored
@@ -147,13 +145,7 @@ TEST_F(RingsTest, PolledReceivesFreeOnlyClaimedSlots) {
 }
 
 TEST_F(RingsTest, ConcurrentConsumersTakeEachEntryOnce) {
-  RecvQueue& rq = seg_->qp(3).rq;
-  rq.capacity = 256;
-  rq.max_sge = 1;
-  rq.stride = rq_stride_for(1);
-  Result<Offset> ring = seg_->arena_alloc(rq.capacity * rq.stride);
-  ASSERT_TRUE(ring.is_ok());
-  rq.ring = ring.value();
+  RecvQueue& rq = make_rq(3, 256, 1);
   constexpr uint64_t kTotal = 100000;
   std::atomic<uint64_t> taken{0};
   std::vector<std::atomic<uint8_t>> seen(kTotal);

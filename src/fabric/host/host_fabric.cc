@@ -44,7 +44,8 @@ wire::Gid own_gid(const shm::Segment& seg, uint8_t index) {
 bool HostFabric::reaches(const shm::Segment& seg, const ibv_ah_attr& ah) {
   if (ah.port_num != 1) return false;
   // A RoCE port: its own addresses are this host.
-  if (port_config().roce) return ah.is_global && local_gid_index(ah.grh.dgid.raw) >= 0;
+  static const bool roce = port_config().roce;  // fixed for the process; this runs per message
+  if (roce) return ah.is_global && local_gid_index(ah.grh.dgid.raw) >= 0;
   if (ah.is_global) return std::memcmp(ah.grh.dgid.raw, own_gid(seg, 0).data(), 16) == 0;
   return ah.dlid == seg.header().lid;
 }
@@ -136,7 +137,6 @@ std::optional<TransmitResult> HostFabric::transmit(transport::SendSide& s, trans
     req.dma_length = op->kind == ReqKind::kRead ? static_cast<uint32_t>(w.length) : 8;
   }
 
-  shm::PortCounters& port = s.notifier->port_counters();
   shm::QpCounters& counts = s.shared->counters;
   shm::add_single_writer(counts.sent_packets, w.packets);
   shm::add_single_writer(counts.port_xmit_packets, w.packets);
@@ -145,7 +145,7 @@ std::optional<TransmitResult> HostFabric::transmit(transport::SendSide& s, trans
   static HostFaults faults(port_config().faults);
   const HostFaultDraw fault = faults.draw();
   if (fault.lose_request) {
-    port.faults_dropped.fetch_add(1, std::memory_order_relaxed);
+    s.notifier->port_counters().faults_dropped.fetch_add(1, std::memory_order_relaxed);
     return result;  // never arrived: the requester's timer decides
   }
 
@@ -159,12 +159,12 @@ std::optional<TransmitResult> HostFabric::transmit(transport::SendSide& s, trans
   };
   result.response = deliver();
   if (fault.duplicate) {
-    port.faults_duplicated.fetch_add(1, std::memory_order_relaxed);
+    s.notifier->port_counters().faults_duplicated.fetch_add(1, std::memory_order_relaxed);
     result.response = deliver();
   }
   using Kind = transport::Response::Kind;
   if (fault.lose_response) {
-    port.faults_dropped.fetch_add(1, std::memory_order_relaxed);
+    s.notifier->port_counters().faults_dropped.fetch_add(1, std::memory_order_relaxed);
     result.response = transport::Response{};  // executed, but its answer is lost
     return result;
   }

@@ -40,6 +40,7 @@ class Responder {
   }
   bool take_recv_wqe();
   Response receiver_not_ready();
+  Response refuse();
   std::optional<RespError> place_send_payload(const IoList& data);
   bool complete_recv(int status, uint32_t byte_len, bool with_imm, ibv_wc_opcode opcode);
   Response on_send();
@@ -343,23 +344,27 @@ Response Responder::on_duplicate() {
   return r;
 }
 
+// Dropped before the sender is known to be the QP's one requester: any
+// sender may race here, so the counter takes a locked add.
+Response Responder::refuse() {
+  qp_.counters.received_packets.fetch_add(req_.packets, std::memory_order_relaxed);
+  notifier_.port_counters().dropped_requests.fetch_add(1, std::memory_order_relaxed);
+  return Response{};
+}
+
 Response Responder::run() {
   // C9-… : packets for a QP that cannot receive are silently dropped.
   if (qp_.slot_state.load(std::memory_order_acquire) != static_cast<uint32_t>(shm::SlotState::kLive) ||
       qp_.qpn != req_.dest_qpn || !accepts_requests(qp_.state.load(std::memory_order_acquire))) {
     SV_LOG_RATELIMITED(kDebug, "QP %#x: request dropped: state %u", req_.dest_qpn,
                        static_cast<unsigned>(qp_.state.load()));
-    qp_.counters.received_packets.fetch_add(req_.packets, std::memory_order_relaxed);
-    notifier_.port_counters().dropped_requests.fetch_add(1, std::memory_order_relaxed);
-    return Response{};
+    return refuse();
   }
   // A connected QP answers only its peer.
   if ((qp_.qp_type == IBV_QPT_RC || qp_.qp_type == IBV_QPT_UC) && req_.src_qpn != qp_.dest_qpn) {
     SV_LOG_RATELIMITED(kDebug, "QP %#x: request from QP %#x, connected to %#x: dropped", req_.dest_qpn,
                        req_.src_qpn, qp_.dest_qpn);
-    qp_.counters.received_packets.fetch_add(req_.packets, std::memory_order_relaxed);
-    notifier_.port_counters().dropped_requests.fetch_add(1, std::memory_order_relaxed);
-    return Response{};
+    return refuse();
   }
   if (qp_.qp_type == IBV_QPT_UD) {
     qp_.counters.received_packets.fetch_add(req_.packets, std::memory_order_relaxed);  // senders race
@@ -399,15 +404,6 @@ Response Responder::run() {
 }
 
 }  // namespace
-
-int qp_slot_of(const shm::Segment& seg, uint32_t qpn) {
-  const uint32_t slot = qpn & (shm::kMaxQpSlots - 1);
-  if (slot < 2) return -1;
-  const shm::SharedQp& qp = seg.qp(slot);
-  if (qp.slot_state.load(std::memory_order_acquire) != static_cast<uint32_t>(shm::SlotState::kLive) || qp.qpn != qpn)
-    return -1;
-  return static_cast<int>(slot);
-}
 
 Response respond(shm::Segment& seg, uint32_t qp_slot, const Request& req, TargetMemory& mem, Notifier& notifier) {
   return Responder(seg, qp_slot, req, mem, notifier).run();

@@ -19,7 +19,15 @@ namespace softverbs::transport {
 // REQUIRES: the caller is the only one running the responder of this QP.
 Response respond(shm::Segment& seg, uint32_t qp_slot, const Request& req, TargetMemory& mem, Notifier& notifier);
 
-// QP slot of a QPN, or -1 when no live QP has that number.
-int qp_slot_of(const shm::Segment& seg, uint32_t qpn);
+// QP slot of a QPN, or -1 when no live QP has that number. Inline: every
+// transmit and every polled receive asks.
+inline int qp_slot_of(const shm::Segment& seg, uint32_t qpn) {
+  const uint32_t slot = qpn & (shm::kMaxQpSlots - 1);
+  if (slot < 2) return -1;
+  const shm::SharedQp& qp = seg.qp(slot);
+  if (qp.slot_state.load(std::memory_order_acquire) != static_cast<uint32_t>(shm::SlotState::kLive) || qp.qpn != qpn)
+    return -1;
+  return static_cast<int>(slot);
+}
 
 }  // namespace softverbs::transport

@@ -8,6 +8,7 @@
 
 #include "shm/process_registry.h"
 #include "shm/rings.h"
+#include "transport/responder.h"
 #include "util/time.h"
 #include "verbs/context.h"
 #include "verbs/device.h"
@@ -139,10 +140,10 @@ namespace {
 // A polled receive frees its RQ slot: the poster learns it here, not from
 // the consumers' head (the peer's line).
 void note_recv_polled(shm::Segment& seg, const shm::Cqe& cqe) {
-  shm::SharedQp& qp = seg.qp(cqe.qp_num & (shm::kMaxQpSlots - 1));
-  if (qp.slot_state.load(std::memory_order_acquire) == static_cast<uint32_t>(shm::SlotState::kLive) &&
-      qp.qpn == cqe.qp_num && qp.srq == 0)
-    shm::rq_note_polled(qp.rq, cqe.rq_index);
+  const int slot = transport::qp_slot_of(seg, cqe.qp_num);
+  if (slot < 0) return;
+  shm::SharedQp& qp = seg.qp(static_cast<uint32_t>(slot));
+  if (qp.srq == 0) shm::rq_note_polled(qp.rq, cqe.rq_index);
 }
 
 }  // namespace

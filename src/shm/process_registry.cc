@@ -1,6 +1,7 @@
 #include "shm/process_registry.h"
 
 #include <infiniband/verbs.h>
+#include <linux/futex.h>
 #include <unistd.h>
 
 #include <cerrno>
@@ -79,6 +80,13 @@ bool process_alive(Segment& seg, OwnerId who) {
   if (p.state.load(std::memory_order_acquire) != static_cast<uint32_t>(SlotState::kLive) ||
       p.generation != who.generation)
     return false;
+  // Every transmit asks, so the common answer comes from a plain load of the
+  // robust futex word, which keeps the line shared; a trylock is a locked
+  // write to the target's line. The kernel's robust-futex protocol puts the
+  // holder's TID there and, when the holder dies, replaces it with
+  // FUTEX_OWNER_DIED: a TID without that bit is a live holder.
+  const int word = __atomic_load_n(&p.liveness.__data.__lock, __ATOMIC_ACQUIRE);
+  if ((word & FUTEX_TID_MASK) != 0 && (word & FUTEX_OWNER_DIED) == 0) return true;
   int rc = pthread_mutex_trylock(&p.liveness);
   if (rc == EBUSY) return true;
   if (rc == EOWNERDEAD) pthread_mutex_consistent(&p.liveness);

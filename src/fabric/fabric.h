@@ -31,6 +31,12 @@ class Fabric {
   // REQUIRES: side.lock held. Whether the WQE may be sent now (a packet
   // fabric bounds the READs and atomics in flight by max_rd_atomic).
   virtual bool can_transmit(const transport::SendSide&, const transport::SendWqe&) { return true; }
+  // REQUIRES: side.lock held; `wr` is a valid RDMA WRITE of `length` bytes,
+  // about to be queued with nothing ahead of it. A synchronous fabric may
+  // place its payload now, when the responder would take it, and return a
+  // nonzero token; the WQE is queued with it in `placed`, and its transmit
+  // then skips the copy. 0: not placed.
+  virtual uint32_t place_at_post(transport::SendSide&, const ibv_send_wr&, uint64_t /*length*/) { return 0; }
 };
 
 }  // namespace softverbs::fabric

@@ -37,6 +37,9 @@ struct Request {
   const uint8_t* grh = nullptr;
   bool with_grh = false;
   IoList payload;           // this packet's payload bytes
+  // WRITE: the host fabric already placed the payload, after
+  // write_would_be_taken said this responder takes it (responder.h).
+  bool placed = false;
   uint32_t packets = 1;     // PSNs the message consumes (READ: its responses)
 };
 

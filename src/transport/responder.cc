@@ -23,6 +23,18 @@ bool accepts_requests(uint8_t state) {
   return state == IBV_QPS_RTR || state == IBV_QPS_RTS || state == IBV_QPS_SQD || state == IBV_QPS_SQE;
 }
 
+// C9-… : packets for a QP that cannot receive are silently dropped.
+bool can_receive(const shm::SharedQp& qp, uint32_t dest_qpn) {
+  return qp.slot_state.load(std::memory_order_acquire) == static_cast<uint32_t>(shm::SlotState::kLive) &&
+         qp.qpn == dest_qpn && accepts_requests(qp.state.load(std::memory_order_acquire));
+}
+
+bool connected_qp(uint8_t qp_type) { return qp_type == IBV_QPT_RC || qp_type == IBV_QPT_UC; }
+
+bool grants(const shm::SharedQp& qp, uint32_t access) {
+  return (qp.access_flags.load(std::memory_order_relaxed) & access) != 0;
+}
+
 class Responder {
  public:
   Responder(shm::Segment& seg, uint32_t slot, const Request& req, TargetMemory& mem, Notifier& notifier)
@@ -237,28 +249,27 @@ Response Responder::on_ud_send() {
 }
 
 Response Responder::on_write() {
-  if ((qp_.access_flags.load(std::memory_order_relaxed) & IBV_ACCESS_REMOTE_WRITE) == 0)
-    return fail(RespError::kUnsupported);
+  if (!grants(qp_, IBV_ACCESS_REMOTE_WRITE)) return fail(RespError::kUnsupported);
   // WRITE with immediate consumes a receive WQE (IBA 9.4.3): check first, so an
   // RNR NAK comes before any data is placed.
   if (req_.last && req_.has_imm && !take_recv_wqe()) return receiver_not_ready();
+  MrRef ref;
   if (req_.first) {
     // IBA 9.7.4.1.5 / C9-88: the R_Key of a zero-length WRITE is not checked.
-    if (req_.dma_length != 0) {
-      MrRef ref;
-      KeyCheck k = check_rkey(req_.dma_length, IBV_ACCESS_REMOTE_WRITE, &ref);
-      if (k != KeyCheck::kOk) return fail(RespError::kRkey);
-    }
+    if (req_.dma_length != 0 && !req_.placed &&
+        check_rkey(req_.dma_length, IBV_ACCESS_REMOTE_WRITE, &ref) != KeyCheck::kOk)
+      return fail(RespError::kRkey);
     st_.write_va = req_.va;
     st_.write_rkey = req_.rkey;
     st_.write_remaining = req_.dma_length;
   }
   const uint64_t n = req_.payload.bytes;
   if (n > st_.write_remaining || (req_.last && n != st_.write_remaining)) return fail(RespError::kLengthMismatch);
-  if (n > 0) {
-    MrRef ref;
-    if (check_key(seg_, st_.write_rkey, true, qp_.owner, qp_.pd_id, st_.write_va, n, IBV_ACCESS_REMOTE_WRITE, &ref) !=
-        KeyCheck::kOk)
+  if (n > 0 && !req_.placed) {
+    // The first packet's check covered the whole WRITE; later ones are checked
+    // again, so a region deregistered mid-message stops taking data.
+    if (!req_.first && check_key(seg_, st_.write_rkey, true, qp_.owner, qp_.pd_id, st_.write_va, n,
+                                 IBV_ACCESS_REMOTE_WRITE, &ref) != KeyCheck::kOk)
       return fail(RespError::kRkey);
     if (!mem_.write(*ref.mr, ref.va, req_.payload, 0, n).is_ok()) return fail(RespError::kTargetMemory);
   }
@@ -280,8 +291,7 @@ Response Responder::on_write() {
 }
 
 Response Responder::on_read() {
-  if (qp_.qp_type != IBV_QPT_RC || (qp_.access_flags.load(std::memory_order_relaxed) & IBV_ACCESS_REMOTE_READ) == 0)
-    return fail(RespError::kUnsupported);
+  if (qp_.qp_type != IBV_QPT_RC || !grants(qp_, IBV_ACCESS_REMOTE_READ)) return fail(RespError::kUnsupported);
   Response r = ack();
   if (req_.dma_length != 0) {
     MrRef ref;
@@ -297,8 +307,7 @@ Response Responder::on_read() {
 }
 
 Response Responder::on_atomic() {
-  if (qp_.qp_type != IBV_QPT_RC || (qp_.access_flags.load(std::memory_order_relaxed) & IBV_ACCESS_REMOTE_ATOMIC) == 0)
-    return fail(RespError::kUnsupported);
+  if (qp_.qp_type != IBV_QPT_RC || !grants(qp_, IBV_ACCESS_REMOTE_ATOMIC)) return fail(RespError::kUnsupported);
   if (req_.va % 8 != 0) return fail(RespError::kMisaligned);
   MrRef ref;
   if (check_rkey(8, IBV_ACCESS_REMOTE_ATOMIC, &ref) != KeyCheck::kOk) return fail(RespError::kRkey);
@@ -353,15 +362,13 @@ Response Responder::refuse() {
 }
 
 Response Responder::run() {
-  // C9-… : packets for a QP that cannot receive are silently dropped.
-  if (qp_.slot_state.load(std::memory_order_acquire) != static_cast<uint32_t>(shm::SlotState::kLive) ||
-      qp_.qpn != req_.dest_qpn || !accepts_requests(qp_.state.load(std::memory_order_acquire))) {
+  if (!can_receive(qp_, req_.dest_qpn)) {
     SV_LOG_RATELIMITED(kDebug, "QP %#x: request dropped: state %u", req_.dest_qpn,
                        static_cast<unsigned>(qp_.state.load()));
     return refuse();
   }
   // A connected QP answers only its peer.
-  if ((qp_.qp_type == IBV_QPT_RC || qp_.qp_type == IBV_QPT_UC) && req_.src_qpn != qp_.dest_qpn) {
+  if (connected_qp(qp_.qp_type) && req_.src_qpn != qp_.dest_qpn) {
     SV_LOG_RATELIMITED(kDebug, "QP %#x: request from QP %#x, connected to %#x: dropped", req_.dest_qpn,
                        req_.src_qpn, qp_.dest_qpn);
     return refuse();
@@ -404,6 +411,17 @@ Response Responder::run() {
 }
 
 }  // namespace
+
+// The happy path of run() and on_write() for an ONLY packet, as one predicate:
+// any other answer (a NAK, an RNR, a duplicate) is left to the request itself.
+bool write_would_be_taken(const shm::Segment& seg, uint32_t slot, const Request& req, MrRef* out) {
+  const shm::SharedQp& qp = seg.qp(slot);
+  if (!connected_qp(qp.qp_type) || !can_receive(qp, req.dest_qpn) || req.src_qpn != qp.dest_qpn) return false;
+  if (qp.qp_type == IBV_QPT_RC && req.psn != qp.resp.epsn) return false;
+  if (qp.resp.in_message != 0 || !grants(qp, IBV_ACCESS_REMOTE_WRITE)) return false;
+  return check_key(seg, req.rkey, true, qp.owner, qp.pd_id, req.va, req.dma_length, IBV_ACCESS_REMOTE_WRITE, out) ==
+         KeyCheck::kOk;
+}
 
 Response respond(shm::Segment& seg, uint32_t qp_slot, const Request& req, TargetMemory& mem, Notifier& notifier) {
   return Responder(seg, qp_slot, req, mem, notifier).run();

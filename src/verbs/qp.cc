@@ -346,7 +346,7 @@ Status Qp::query(ibv_qp_attr* attr, int, ibv_qp_init_attr* init) {
   return Status::ok();
 }
 
-int Qp::post_one(const ibv_send_wr& wr) {
+[[gnu::always_inline]] inline int Qp::check_wr(const ibv_send_wr& wr, uint64_t* length) const {
   const auto raw_opcode = util::raw_enum(wr.opcode);
   if (raw_opcode > IBV_WR_ATOMIC_WRITE) return EINVAL;
   const transport::WrOpcodeInfo* op = transport::wr_opcode(static_cast<ibv_wr_opcode>(raw_opcode));
@@ -361,7 +361,15 @@ int Qp::post_one(const ibv_send_wr& wr) {
   uint64_t total = 0;
   for (int i = 0; i < wr.num_sge; ++i) total += wr.sg_list[i].length;
   if (is_inline && total > side_.max_inline) return EINVAL;
+  if (side_.qp_type == IBV_QPT_UD && (wr.wr.ud.ah == nullptr || wr.wr.ud.ah->context != ex_.qp_base.context))
+    return EINVAL;
+  *length = atomic ? 8 : total;
+  return 0;
+}
 
+[[gnu::always_inline]] inline void Qp::enqueue(const ibv_send_wr& wr, uint64_t length, uint32_t placed) {
+  const transport::WrOpcodeInfo* op = transport::wr_opcode(wr.opcode);
+  const bool atomic = op->kind == transport::ReqKind::kCmpSwap || op->kind == transport::ReqKind::kFetchAdd;
   transport::SendWqe& w = side_.sq.at(side_.sq.posted);
   w.wr_id = wr.wr_id;
   w.opcode = wr.opcode;
@@ -370,9 +378,9 @@ int Qp::post_one(const ibv_send_wr& wr) {
   w.packets = 0;
   w.responses = 0;
   w.psn = 0;
+  w.placed = placed;
   w.ah = nullptr;
   if (side_.qp_type == IBV_QPT_UD) {
-    if (wr.wr.ud.ah == nullptr || wr.wr.ud.ah->context != ex_.qp_base.context) return EINVAL;
     w.ah = &Ah::from(wr.wr.ud.ah)->attr;
     w.remote_qpn = wr.wr.ud.remote_qpn & kPsnMask;
     w.remote_qkey = wr.wr.ud.remote_qkey;
@@ -383,23 +391,22 @@ int Qp::post_one(const ibv_send_wr& wr) {
   }
   w.compare_add = atomic ? wr.wr.atomic.compare_add : 0;
   w.swap = atomic ? wr.wr.atomic.swap : 0;
-  if (is_inline) {
+  if (wr.send_flags & IBV_SEND_INLINE) {
     // Inline data is copied now, so the buffer is free once post_send returns.
     uint8_t* dst = w.inline_data();
     for (int i = 0; i < wr.num_sge; ++i) {
       std::memcpy(dst, reinterpret_cast<const void*>(wr.sg_list[i].addr), wr.sg_list[i].length);
       dst += wr.sg_list[i].length;
     }
-    w.inline_len = static_cast<uint32_t>(total);
+    w.inline_len = static_cast<uint32_t>(length);
     w.num_sge = 0;
   } else {
     w.inline_len = 0;
     w.num_sge = static_cast<uint32_t>(wr.num_sge);
     for (int i = 0; i < wr.num_sge; ++i) w.sge[i] = {wr.sg_list[i].addr, wr.sg_list[i].length, wr.sg_list[i].lkey};
   }
-  w.length = atomic ? 8 : total;
+  w.length = length;
   ++side_.sq.posted;
-  return 0;
 }
 
 int Qp::post_send(ibv_send_wr* wr, ibv_send_wr** bad) {
@@ -411,8 +418,17 @@ int Qp::post_send(ibv_send_wr* wr, ibv_send_wr** bad) {
   // accepted and complete with flush status.
   int rc = (state == IBV_QPS_RESET || state == IBV_QPS_INIT || state == IBV_QPS_RTR) ? EINVAL : 0;
   while (rc == 0 && wr != nullptr) {
-    rc = post_one(*wr);
-    if (rc == 0) wr = wr->next;
+    uint64_t length = 0;
+    rc = check_wr(*wr, &length);
+    if (rc != 0) break;
+    // A lone WRITE on an idle queue may be placed first, bookkeeping after:
+    // a peer polling its buffer for the data then does not wait for the rest.
+    const uint32_t placed = wr->opcode == IBV_WR_RDMA_WRITE && wr->next == nullptr &&
+                                    side_.sq.done == side_.sq.posted && side_.fabric != nullptr
+                                ? side_.fabric->place_at_post(side_, *wr, length)
+                                : 0;
+    enqueue(*wr, length, placed);
+    wr = wr->next;
   }
   // ibv_post_send(3): bad_wr names the first WR that was not posted.
   if (rc != 0 && bad != nullptr) *bad = wr;

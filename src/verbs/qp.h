@@ -64,7 +64,10 @@ class Qp {
   Status validate_attrs(const ibv_qp_attr& a, int mask, ibv_qp_state cur, ibv_qp_state next);
   Result<fabric::Fabric*> choose_fabric(const ibv_ah_attr& ah);
   void apply(const ibv_qp_attr& a, int mask, ibv_qp_state next, fabric::Fabric* rtr_fabric);
-  int post_one(const ibv_send_wr& wr);
+  // ibv_post_send(3)'s checks of one WR; *length: its payload bytes.
+  int check_wr(const ibv_send_wr& wr, uint64_t* length) const;
+  // Queues a checked WR (`placed`: Fabric::place_at_post's token).
+  void enqueue(const ibv_send_wr& wr, uint64_t length, uint32_t placed);
   void enter_error_locked();
 
   ibv_qp_ex ex_{};  // first: ibv_qp* and ibv_qp_ex* are this object

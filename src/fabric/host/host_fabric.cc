@@ -39,6 +39,39 @@ wire::Gid own_gid(const shm::Segment& seg, uint8_t index) {
   return gid;
 }
 
+HostFaults& faults() {
+  static HostFaults f(port_config().faults);
+  return f;
+}
+
+// The QP a request goes to, when it is live on this host and its process is
+// alive; otherwise why not (a request there is never answered: the
+// requester's timer decides).
+struct Target {
+  uint32_t slot = 0;
+  shm::OwnerId owner;
+  bool local = false;  // our own process
+};
+
+[[gnu::always_inline]] inline const char* route(shm::Segment& seg, const transport::SendSide& s, const ibv_ah_attr& ah, uint32_t dest_qpn,
+                  Target* out) {
+  if (!HostFabric::reaches(seg, ah)) return "destination not on this host";
+  const int slot = transport::qp_slot_of(seg, dest_qpn);
+  if (slot < 0) return "no such QP";
+  out->slot = static_cast<uint32_t>(slot);
+  out->owner = seg.qp(out->slot).owner;
+  out->local = out->owner == s.self;
+  if (!out->local && !shm::process_alive(seg, out->owner)) return "the QP's process is gone";
+  return nullptr;
+}
+
+// For `softverbs status`: the slowest path our requests needed.
+void note_path(transport::SendSide& s, const PeerMemory& mem) {
+  if (mem.used() == Path::kLocal) return;  // it moved no bytes: nothing learnt
+  const auto path = static_cast<uint8_t>(mem.used());
+  if (s.shared->host_path != path) s.shared->host_path = path;  // a store per message would dirty the line
+}
+
 }  // namespace
 
 bool HostFabric::reaches(const shm::Segment& seg, const ibv_ah_attr& ah) {
@@ -68,29 +101,26 @@ std::optional<TransmitResult> HostFabric::transmit(transport::SendSide& s, trans
   }
   const ibv_ah_attr& ah = ud ? *w.ah : s.ah;
   const uint32_t dest_qpn = ud ? w.remote_qpn : s.dest_qpn;
-  // Route: a destination not on this host, or a QP that does not exist or
-  // whose process died, never answers (the requester's timer decides).
-  if (op == nullptr || !reaches(seg, ah)) {
-    SV_LOG_RATELIMITED(kDebug, "QP %#x: destination not on this host", s.qpn);
-    return result;
-  }
-  const int slot = transport::qp_slot_of(seg, dest_qpn);
-  if (slot < 0) {
-    SV_LOG_RATELIMITED(kDebug, "QP %#x: no QP %#x", s.qpn, dest_qpn);
-    return result;
-  }
-  const shm::OwnerId target = seg.qp(static_cast<uint32_t>(slot)).owner;
-  const bool local = target == s.self;
-  if (!local && !shm::process_alive(seg, target)) {
-    SV_LOG_RATELIMITED(kDebug, "QP %#x: the process of QP %#x is gone", s.qpn, s.dest_qpn);
-    return result;
-  }
-
+  if (op == nullptr) return result;
+  Target target;
   iovec iov[shm::kMaxSge];
   IoList list;
   const bool writes_local = op->kind != ReqKind::kSend && op->kind != ReqKind::kWrite;
-  result.local_status = transport::resolve_local_sges(s, w, writes_local, iov, &list);
-  if (result.local_status != IBV_WC_SUCCESS) return result;
+  if (w.placed != 0) {
+    // place_at_post routed it, checked its L_Key and copied it: the
+    // responder only needs its length.
+    target.slot = w.placed;
+    target.owner = seg.qp(target.slot).owner;
+    target.local = target.owner == s.self;
+    list.bytes = w.length;
+  } else {
+    if (const char* why = route(seg, s, ah, dest_qpn, &target)) {
+      SV_LOG_RATELIMITED(kDebug, "QP %#x to QP %#x: %s", s.qpn, dest_qpn, why);
+      return result;
+    }
+    result.local_status = transport::resolve_local_sges(s, w, writes_local, iov, &list);
+    if (result.local_status != IBV_WC_SUCCESS) return result;
+  }
   if (writes_local && op->kind != ReqKind::kRead && list.bytes < 8) {
     result.local_status = IBV_WC_LOC_LEN_ERR;  // an atomic's result needs 8 bytes
     return result;
@@ -142,20 +172,22 @@ std::optional<TransmitResult> HostFabric::transmit(transport::SendSide& s, trans
   shm::add_single_writer(counts.port_xmit_packets, w.packets);
   shm::add_single_writer(counts.port_xmit_bytes, req.payload.bytes);
 
-  static HostFaults faults(port_config().faults);
-  const HostFaultDraw fault = faults.draw();
+  req.placed = w.placed != 0;
+  w.placed = 0;  // a retransmission routes and places its payload again
+
+  const HostFaultDraw fault = faults().draw();
   if (fault.lose_request) {
     s.notifier->port_counters().faults_dropped.fetch_add(1, std::memory_order_relaxed);
     return result;  // never arrived: the requester's timer decides
   }
 
   transport::LocalMemory local_mem;
-  PeerMemory peer_mem(seg, target);
-  transport::TargetMemory& mem = local ? static_cast<transport::TargetMemory&>(local_mem) : peer_mem;
+  PeerMemory peer_mem(seg, target.owner);
+  transport::TargetMemory& mem = target.local ? static_cast<transport::TargetMemory&>(local_mem) : peer_mem;
   auto deliver = [&] {
     shm::add_single_writer(counts.port_rcv_packets, req.packets);
     shm::add_single_writer(counts.port_rcv_bytes, req.payload.bytes);
-    return transport::respond(seg, static_cast<uint32_t>(slot), req, mem, *s.notifier);
+    return transport::respond(seg, target.slot, req, mem, *s.notifier);
   };
   result.response = deliver();
   if (fault.duplicate) {
@@ -180,11 +212,47 @@ std::optional<TransmitResult> HostFabric::transmit(transport::SendSide& s, trans
       transport::scatter_from(c, &resp.original, 8);
     }
   }
-  if (!local) {
-    const auto path = static_cast<uint8_t>(std::max(peer_mem.used(), Path::kLocal));
-    if (s.shared->host_path != path) s.shared->host_path = path;  // a store per message would dirty the line
-  }
+  if (!target.local) note_path(s, peer_mem);
   return result;
+}
+
+uint32_t HostFabric::place_at_post(transport::SendSide& s, const ibv_send_wr& wr, uint64_t length) {
+  // Only the plain case; everything else is left to transmit, which gives
+  // every other answer (an error, a NAK, an RNR, a lost packet).
+  if (wr.num_sge != 1 || length == 0 || length > shm::kMaxMsgSize ||
+      (s.qp_type != IBV_QPT_RC && s.qp_type != IBV_QPT_UC) || faults().active())
+    return 0;
+  if (s.shared->state.load(std::memory_order_acquire) != IBV_QPS_RTS || s.wait_until != 0) return 0;
+  shm::Segment& seg = *s.seg;
+  Target target;
+  if (route(seg, s, s.ah, s.dest_qpn, &target) != nullptr) return 0;
+  const ibv_sge& sge = wr.sg_list[0];
+  iovec iov{reinterpret_cast<void*>(sge.addr), length};
+  if ((wr.send_flags & IBV_SEND_INLINE) == 0) {
+    MrRef source;
+    if (transport::check_key(seg, sge.lkey, false, s.self, s.pd_id, sge.addr, length, 0, &source) != KeyCheck::kOk)
+      return 0;
+    iov.iov_base = reinterpret_cast<void*>(source.va);
+  }
+  transport::Request req;
+  req.kind = ReqKind::kWrite;
+  req.psn = s.sq_psn;  // what the requester assigns it next
+  req.dest_qpn = s.dest_qpn;
+  req.src_qpn = s.qpn;
+  req.va = wr.wr.rdma.remote_addr;
+  req.rkey = wr.wr.rdma.rkey;
+  req.dma_length = static_cast<uint32_t>(length);
+  MrRef dest;
+  if (!transport::write_would_be_taken(seg, target.slot, req, &dest)) return 0;
+  const IoList source{&iov, 1, length};
+  if (target.local) {
+    transport::LocalMemory mem;
+    return mem.write(*dest.mr, dest.va, source, 0, length).is_ok() ? target.slot : 0;
+  }
+  PeerMemory mem(seg, target.owner);
+  const bool placed = mem.write(*dest.mr, dest.va, source, 0, length).is_ok();
+  note_path(s, mem);
+  return placed ? target.slot : 0;
 }
 
 }  // namespace softverbs::fabric::host

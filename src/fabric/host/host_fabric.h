@@ -13,6 +13,8 @@ namespace softverbs::fabric::host {
 class HostFabric final : public Fabric {
  public:
   std::optional<TransmitResult> transmit(transport::SendSide& side, transport::SendWqe& wqe) override;
+  // A WRITE on an RC/UC QP, without faults. The token: the target's QP slot.
+  uint32_t place_at_post(transport::SendSide& side, const ibv_send_wr& wr, uint64_t length) override;
 
   // Whether an address vector names a port of this host's device.
   static bool reaches(const shm::Segment& seg, const ibv_ah_attr& ah);

@@ -23,6 +23,8 @@ class HostFaults {
  public:
   explicit HostFaults(const fault::FaultConfig& c) : config_(c), active_(c.loss > 0 || c.duplicate > 0), rng_(c.seed) {}
 
+  bool active() const { return active_; }
+
   HostFaultDraw draw() {
     if (!active_) return {};
     std::lock_guard lock(mu_);

@@ -698,6 +698,10 @@ def section_limits():
                        "127.0.0.1", wait_server=True)
 
 
+# Longer than the device's 2 s sweep period, so a sweep falls inside.
+IDLE_SECONDS = 2.5
+
+
 def section_scale():
     """Many RC QPs on one device (bench/scale/qp_scale.cc): per-QP setup time
     and memory, and 8-byte WRITE latency round robin over all of them."""
@@ -708,11 +712,12 @@ def section_scale():
         return
     metrics = (("setup_us_per_qp", "setup (create, INIT, RTR, RTS) per QP", "us"),
                ("bytes_per_qp", "memory per QP (device segment + process)", "KiB"),
-               ("write_lat_us", "8 B RDMA WRITE post -> completion, round robin", "us"))
+               ("write_lat_us", "8 B RDMA WRITE post -> completion, round robin", "us"),
+               ("idle_cpu_percent", "CPU while idle with every QP open (target < 1 %)", "%"))
     for n in (2, 1000, 10000):
         runs = {name: [] for name, _, _ in metrics}
         seg = "/dev/shm/softverbs-bench-%d-scale" % os.getpid()
-        cmd = [tool, n]
+        cmd = [tool, n, IDLE_SECONDS]
         for _ in range(ARGS.per_round):
             if over_budget():
                 break

@@ -1,4 +1,4 @@
-// qp_scale <qps>: many RC QPs on one device, written against
+// qp_scale <qps> [idle_seconds]: many RC QPs on one device, written against
 // <infiniband/verbs.h> and run through our libibverbs.so.1.
 //
 // Creates <qps> RC QPs in one process, connected in pairs to each other
@@ -9,7 +9,12 @@
 //                       plus this process's resident memory, per QP
 //   write_lat_us        median post -> completion of an 8-byte RDMA WRITE,
 //                       on QPs spread over the whole set, round robin
+//   idle_cpu_percent    with idle_seconds > 0: the CPU time this process
+//                       (service thread included) spends while every QP
+//                       stays open and nothing is posted, as a share of
+//                       one CPU over that wall time
 #include <infiniband/verbs.h>
+#include <sys/resource.h>
 #include <sys/stat.h>
 #include <unistd.h>
 
@@ -46,14 +51,30 @@ long segment_bytes() {
   return static_cast<long>(st.st_blocks) * 512;
 }
 
+double cpu_seconds() {
+  rusage ru{};
+  getrusage(RUSAGE_SELF, &ru);
+  const auto sec = [](const timeval& t) { return double(t.tv_sec) + double(t.tv_usec) / 1e6; };
+  return sec(ru.ru_utime) + sec(ru.ru_stime);
+}
+
+// The device's periodic work (the dead-process sweep) must fall inside the
+// window for the figure to mean anything, so callers pass more than its period.
+double idle_cpu_percent(double seconds) {
+  const double cpu0 = cpu_seconds(), wall0 = now_us();
+  usleep(static_cast<useconds_t>(seconds * 1e6));
+  return 100.0 * (cpu_seconds() - cpu0) / ((now_us() - wall0) / 1e6);
+}
+
 }  // namespace
 
 int main(int argc, char** argv) {
   if (argc < 2) {
-    std::fprintf(stderr, "usage: qp_scale <qps>\n");
+    std::fprintf(stderr, "usage: qp_scale <qps> [idle_seconds]\n");
     return 2;
   }
   const int n = std::max(2, std::atoi(argv[1])) & ~1;
+  const double idle_seconds = argc > 2 ? std::atof(argv[2]) : 0.0;
   int count = 0;
   ibv_device** list = ibv_get_device_list(&count);
   if (list == nullptr || count == 0) die("no device");
@@ -113,6 +134,7 @@ int main(int argc, char** argv) {
   std::printf("metric setup_us_per_qp %.3f\n", setup_us / n);
   std::printf("metric bytes_per_qp %.0f\n", double(seg1 - seg0 + rss1 - rss0) / n);
   std::printf("metric write_lat_us %.3f\n", lat[lat.size() / 2]);
+  if (idle_seconds > 0) std::printf("metric idle_cpu_percent %.3f\n", idle_cpu_percent(idle_seconds));
   for (ibv_qp* q : qps) ibv_destroy_qp(q);
   ibv_dereg_mr(mr);
   ibv_destroy_cq(cq);

@@ -37,6 +37,10 @@ class Fabric {
   // nonzero token; the WQE is queued with it in `placed`, and its transmit
   // then skips the copy. 0: not placed.
   virtual uint32_t place_at_post(transport::SendSide&, const ibv_send_wr&, uint64_t /*length*/) { return 0; }
+  // Called by a thread that polls an empty CQ of a QP on this fabric: a
+  // packet fabric may receive and handle what has arrived on that thread,
+  // when no other thread is receiving. Whether it handled anything.
+  virtual bool receive_now() { return false; }
 };
 
 }  // namespace softverbs::fabric

@@ -155,14 +155,31 @@ bool Cq::pop(shm::Cqe* out) {
   return true;
 }
 
-int Cq::poll(int n, ibv_wc* wc) {
-  if (n < 0 || (n > 0 && wc == nullptr)) return -EINVAL;
+bool Cq::received_now() {
+  fabric::Fabric* f = receive_fabric_.load(std::memory_order_acquire);
+  return f != nullptr && f->receive_now();
+}
+
+[[gnu::always_inline]] inline int Cq::take(int n, ibv_wc* wc) {
   if (!single_threaded_) poll_mu_.lock();
   int got = 0;
   shm::Cqe cqe;
   while (got < n && pop(&cqe)) to_wc(cqe, &wc[got++]);
   if (!single_threaded_) poll_mu_.unlock();
   return got;
+}
+
+int Cq::poll(int n, ibv_wc* wc) {
+  if (n < 0 || (n > 0 && wc == nullptr)) return -EINVAL;
+  const int got = take(n, wc);
+  if (got == 0 && n > 0) [[unlikely]]
+    return take_after_receiving(n, wc);
+  return got;
+}
+
+int Cq::take_after_receiving(int n, ibv_wc* wc) {
+  // Outside the poll lock: receiving makes syscalls, and may complete into this CQ.
+  return received_now() ? take(n, wc) : 0;
 }
 
 int Cq::arm(bool solicited_only) {
@@ -209,10 +226,11 @@ Status Cq::destroy() {
 }
 
 int Cq::start_poll() {
-  if (!single_threaded_) poll_mu_.lock();
-  if (!pop(&current_)) {
+  for (int pass = 0;; ++pass) {
+    if (!single_threaded_) poll_mu_.lock();
+    if (pop(&current_)) break;
     if (!single_threaded_) poll_mu_.unlock();
-    return ENOENT;
+    if (pass == 1 || !received_now()) return ENOENT;
   }
   ex_.wr_id = current_.wr_id;
   ex_.status = static_cast<ibv_wc_status>(current_.status);

@@ -14,6 +14,7 @@
 #include <atomic>
 #include <cstdint>
 
+#include "fabric/fabric.h"
 #include "shm/objects.h"
 #include "util/spin_mutex.h"
 #include "util/status.h"
@@ -57,12 +58,24 @@ class Cq {
   void end_poll();
   const shm::Cqe& current() const { return current_; }
 
+  // A QP of this CQ goes to RTR on `f`: from now on a poll that finds the CQ
+  // empty lets a packet fabric receive (fabric::Fabric::receive_now). Kept
+  // for the CQ's life: a QP that leaves costs at most a few empty receives.
+  void receive_through(fabric::Fabric* f) {
+    if (receive_fabric_.load(std::memory_order_relaxed) != f) receive_fabric_.store(f, std::memory_order_release);
+  }
+
   // QPs and SRQs that complete into this CQ: destroy fails with EBUSY while > 0.
   std::atomic<uint32_t>& users() { return users_; }
 
  private:
   Cq() = default;
   bool pop(shm::Cqe* out);
+  int take(int n, ibv_wc* wc);  // up to n completions, under the poll lock
+  // An empty CQ: take again if its packet fabric received something.
+  [[gnu::noinline]] int take_after_receiving(int n, ibv_wc* wc);
+  // An empty CQ: whether its packet fabric handled something just now.
+  bool received_now();
 
   ibv_cq_ex ex_{};  // first: ibv_cq and ibv_cq_ex pointers are this object
   std::atomic<uint32_t> users_{0};
@@ -75,6 +88,7 @@ class Cq {
   std::atomic<uint32_t> events_reported_{0};
   std::atomic<uint32_t> overrun_reported_{0};
   shm::Cqe current_{};
+  std::atomic<fabric::Fabric*> receive_fabric_{nullptr};
 };
 
 void to_wc(const shm::Cqe& cqe, ibv_wc* wc);

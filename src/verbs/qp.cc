@@ -284,7 +284,11 @@ void Qp::apply(const ibv_qp_attr& a, int mask, ibv_qp_state next, fabric::Fabric
   if (mask & IBV_QP_RNR_RETRY) attr_.rnr_retry = a.rnr_retry, side_.rnr_retry = a.rnr_retry;
   if (mask & IBV_QP_MAX_QP_RD_ATOMIC) attr_.max_rd_atomic = a.max_rd_atomic, side_.max_rd_atomic = a.max_rd_atomic;
   if (mask & IBV_QP_EN_SQD_ASYNC_NOTIFY) attr_.en_sqd_async_notify = a.en_sqd_async_notify;
-  if (rtr_fabric != nullptr) side_.fabric = rtr_fabric;
+  if (rtr_fabric != nullptr) {
+    side_.fabric = rtr_fabric;
+    send_cq_->receive_through(rtr_fabric);
+    recv_cq_->receive_through(rtr_fabric);
+  }
   if (next == IBV_QPS_RTS) {
     side_.retries_left = side_.retry_cnt;
     side_.rnr_left = side_.rnr_retry;

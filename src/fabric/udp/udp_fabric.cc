@@ -2,6 +2,7 @@
 
 #include <arpa/inet.h>
 #include <netinet/in.h>
+#include <poll.h>
 #include <sys/prctl.h>
 #include <sys/socket.h>
 #include <unistd.h>
@@ -129,12 +130,14 @@ Status UdpFabric::start(UdpHost& host, const std::vector<wire::Gid>& gids, uint1
   std::lock_guard lock(start_mu_);
   if (started_) return Status::ok();
   std::vector<Endpoint> eps;
+  std::vector<int> rx_fds;  // per endpoint: bound to `port`, or -1
   auto close_all = [&] {
-    for (Endpoint& o : eps) {
+    for (size_t i = 0; i < eps.size(); ++i) {
+      const Endpoint& o = eps[i];
       for (size_t k = 1; k < kTxSockets; ++k)
         if (o.tx_fd[k] != o.fd) close(o.tx_fd[k]);
       close(o.fd);
-      if (o.rx_fd >= 0 && o.rx_fd != o.fd) close(o.rx_fd);
+      if (i < rx_fds.size() && rx_fds[i] >= 0 && rx_fds[i] != o.fd) close(rx_fds[i]);
     }
   };
   for (const wire::Gid& gid : gids) {
@@ -142,6 +145,7 @@ Status UdpFabric::start(UdpHost& host, const std::vector<wire::Gid>& gids, uint1
     ep.gid = gid;
     ep.version = is_v4_mapped(gid) ? wire::IpVersion::kV4 : wire::IpVersion::kV6;
     int fd = open_roce_socket(gid, ep.version, port);
+    int rx_fd = -1;
     if (fd == -EADDRINUSE) {
       // Another process of the device receives for this address: it forwards
       // us our packets (forwarder.h); we send from a port of our own.
@@ -149,7 +153,7 @@ Status UdpFabric::start(UdpHost& host, const std::vector<wire::Gid>& gids, uint1
              addr_text(gid, ep.version).c_str(), static_cast<unsigned>(port));
       fd = open_roce_socket(gid, ep.version, 0);
     } else if (fd >= 0) {
-      ep.rx_fd = fd;
+      rx_fd = fd;
     }
     if (fd < 0) {
       SV_LOG(kError, "RoCE: cannot bind UDP %s: %s", addr_text(gid, ep.version).c_str(), std::strerror(-fd));
@@ -166,9 +170,15 @@ Status UdpFabric::start(UdpHost& host, const std::vector<wire::Gid>& gids, uint1
       ep.tx_port[k] = t >= 0 ? bound_port(t) : ep.port;
     }
     eps.push_back(ep);
+    rx_fds.push_back(rx_fd);
   }
   host_ = &host;
   dst_port_ = port;
+  receivers_ = std::make_unique<Receiver[]>(eps.size());
+  for (size_t i = 0; i < eps.size(); ++i) {
+    receivers_[i].buffers = std::make_unique<uint8_t[]>(kRxBatch * kMaxIbPacket);
+    receivers_[i].fd.store(rx_fds[i], std::memory_order_relaxed);
+  }
   endpoints_ = std::move(eps);
   const int e = forwarder_.start(
       host.seg().path(), host.self(),
@@ -180,6 +190,7 @@ Status UdpFabric::start(UdpHost& host, const std::vector<wire::Gid>& gids, uint1
     SV_LOG(kError, "RoCE: cannot listen for forwarded packets: %s", std::strerror(e));
     close_all();
     endpoints_.clear();
+    receivers_.reset();
     return Status::error(e);
   }
   if (port_config().faults.active()) {
@@ -191,7 +202,7 @@ Status UdpFabric::start(UdpHost& host, const std::vector<wire::Gid>& gids, uint1
     SV_LOG(kInfo, "RoCE: faults on the wire: %s", fault::format_fault_config(port_config().faults).c_str());
   }
   for (size_t i = 0; i < endpoints_.size(); ++i)
-    if (endpoints_[i].rx_fd >= 0) std::thread([this, i] { receive_loop(i); }).detach();
+    if (rx_fds[i] >= 0) std::thread([this, i] { receive_loop(i); }).detach();
   started_ = true;
   return Status::ok();
 }
@@ -201,13 +212,13 @@ Status UdpFabric::start(UdpHost& host, const std::vector<wire::Gid>& gids, uint1
 void UdpFabric::take_over_ports() {
   std::lock_guard lock(start_mu_);
   for (size_t i = 0; i < endpoints_.size(); ++i) {
-    Endpoint& ep = endpoints_[i];
-    if (ep.rx_fd >= 0) continue;
+    const Endpoint& ep = endpoints_[i];
+    if (receivers_[i].fd.load(std::memory_order_relaxed) >= 0) continue;
     const int fd = open_roce_socket(ep.gid, ep.version, dst_port_);
     if (fd < 0) continue;
     SV_LOG(kInfo, "RoCE: %s port %u: we receive for the device now", addr_text(ep.gid, ep.version).c_str(),
            static_cast<unsigned>(dst_port_));
-    ep.rx_fd = fd;
+    receivers_[i].fd.store(fd, std::memory_order_release);
     std::thread([this, i] { receive_loop(i); }).detach();
   }
 }
@@ -218,40 +229,66 @@ const UdpFabric::Endpoint* UdpFabric::endpoint_for(uint8_t sgid_index) const {
 
 void UdpFabric::receive_loop(size_t index) {
   prctl(PR_SET_NAME, "softverbs-rx");
-  const Endpoint& ep = endpoints_[index];
-  constexpr unsigned kBatch = 16;
-  // Allocated once per thread (never thread_local: a dlopen'ed library has
-  // almost no static TLS).
-  auto storage = std::make_unique<uint8_t[]>(kBatch * kMaxIbPacket);
-  uint8_t* bufs[kBatch];
-  for (unsigned i = 0; i < kBatch; ++i) bufs[i] = storage.get() + i * kMaxIbPacket;
-  sockaddr_storage names[kBatch];
-  iovec iov[kBatch];
-  mmsghdr msgs[kBatch];
+  Receiver& r = receivers_[index];
+  const int fd = r.fd.load(std::memory_order_acquire);
   for (;;) {
-    for (unsigned i = 0; i < kBatch; ++i) {
-      iov[i] = {bufs[i], kMaxIbPacket};
-      std::memset(&msgs[i], 0, sizeof msgs[i]);
-      msgs[i].msg_hdr.msg_name = &names[i];
-      msgs[i].msg_hdr.msg_namelen = sizeof names[i];
-      msgs[i].msg_hdr.msg_iov = &iov[i];
-      msgs[i].msg_hdr.msg_iovlen = 1;
-    }
-    const int n = recvmmsg(ep.rx_fd, msgs, kBatch, MSG_WAITFORONE, nullptr);
-    if (n < 0) {
-      if (errno == EINTR) continue;
-      SV_LOG(kError, "RoCE: receive failed: %s", std::strerror(errno));
+    // Wait without the lock, so that a polling application thread can take
+    // the socket meanwhile; then read under it. Full batches mean more is
+    // queued: read on without waiting again.
+    pollfd ready{fd, POLLIN, 0};
+    if (poll(&ready, 1, -1) < 0 && errno != EINTR) {
+      SV_LOG(kError, "RoCE: waiting to receive failed: %s", std::strerror(errno));
       return;
     }
-    for (int i = 0; i < n; ++i) {
-      Peer from;
-      if ((msgs[i].msg_hdr.msg_flags & MSG_TRUNC) != 0 || !from_sockaddr(names[i], &from.gid, &from.port)) {
-        host_->notifier().port_counters().malformed_packets.fetch_add(1, std::memory_order_relaxed);
-        continue;
-      }
-      on_datagram(ep, from, {bufs[i], msgs[i].msg_len}, true);
+    std::lock_guard lock(r.mu);
+    int n;
+    while ((n = receive_batch(index)) == static_cast<int>(kRxBatch)) {
+    }
+    if (n < 0 && n != -EAGAIN && n != -EINTR) {
+      SV_LOG(kError, "RoCE: receive failed: %s", std::strerror(-n));
+      return;
     }
   }
+}
+
+int UdpFabric::receive_batch(size_t index) {
+  const Endpoint& ep = endpoints_[index];
+  Receiver& r = receivers_[index];
+  sockaddr_storage names[kRxBatch];
+  iovec iov[kRxBatch];
+  mmsghdr msgs[kRxBatch];
+  for (unsigned i = 0; i < kRxBatch; ++i) {
+    iov[i] = {r.buffers.get() + i * kMaxIbPacket, kMaxIbPacket};
+    std::memset(&msgs[i], 0, sizeof msgs[i]);
+    msgs[i].msg_hdr.msg_name = &names[i];
+    msgs[i].msg_hdr.msg_namelen = sizeof names[i];
+    msgs[i].msg_hdr.msg_iov = &iov[i];
+    msgs[i].msg_hdr.msg_iovlen = 1;
+  }
+  const int n = recvmmsg(r.fd.load(std::memory_order_relaxed), msgs, kRxBatch, MSG_DONTWAIT, nullptr);
+  if (n < 0) return -errno;
+  for (int i = 0; i < n; ++i) {
+    Peer from;
+    if ((msgs[i].msg_hdr.msg_flags & MSG_TRUNC) != 0 || !from_sockaddr(names[i], &from.gid, &from.port)) {
+      host_->notifier().port_counters().malformed_packets.fetch_add(1, std::memory_order_relaxed);
+      continue;
+    }
+    on_datagram(ep, from, {static_cast<const uint8_t*>(iov[i].iov_base), msgs[i].msg_len}, true);
+  }
+  return n;
+}
+
+bool UdpFabric::receive_now() {
+  // One batch per endpoint at most: a poll of an empty CQ stays short.
+  bool handled = false;
+  for (size_t i = 0; i < endpoints_.size(); ++i) {
+    Receiver& r = receivers_[i];
+    if (r.fd.load(std::memory_order_acquire) < 0) continue;
+    std::unique_lock lock(r.mu, std::try_to_lock);
+    if (!lock.owns_lock()) continue;  // the receive thread has it
+    handled |= receive_batch(i) > 0;
+  }
+  return handled;
 }
 
 bool UdpFabric::icrc_ok(const Endpoint& ep, const Peer& from, std::span<const uint8_t> ib) const {

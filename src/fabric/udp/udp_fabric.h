@@ -2,11 +2,14 @@
 // other hosts (IBA annex A17), byte-exact, ICRC included.
 //
 // One UDP socket per address of the port, bound to it; one receive thread per
-// socket, blocked in recvmmsg while nothing arrives. The receive thread runs
-// the responder for requests (transport/responder.h, memory reached locally:
-// the QP is ours) and the packet completer for responses
-// (transport/packet_completer.h). Requesters send from whatever thread posts,
-// progresses or times out; sends never block.
+// socket, blocked in poll while nothing arrives. Whoever receives runs the
+// responder for requests (transport/responder.h, memory reached locally: the
+// QP is ours) and the packet completer for responses
+// (transport/packet_completer.h): the receive thread, or an application
+// thread that polls an empty CQ of one of our QPs (receive_now) and finds the
+// socket free, which saves the wait for the receive thread to be scheduled.
+// Requesters send from whatever thread posts, progresses or times out; sends
+// never block.
 //
 // The sender knows the exact IP header that leaves the host, as the ICRC
 // requires: unconnected sockets with path-MTU discovery on, so Linux sends
@@ -48,6 +51,7 @@ class UdpFabric final : public Fabric {
 
   std::optional<TransmitResult> transmit(transport::SendSide& side, transport::SendWqe& wqe) override;
   bool can_transmit(const transport::SendSide& side, const transport::SendWqe& wqe) override;
+  bool receive_now() override;
 
  private:
   // Sockets a packet may leave from, picked by destination QP: the UDP
@@ -56,7 +60,6 @@ class UdpFabric final : public Fabric {
   static constexpr size_t kTxSockets = 8;
   struct Endpoint {
     int fd = -1;      // sends (tx_fd[0])
-    int rx_fd = -1;   // receives for the device (bound to the device's port), or -1: another process does
     wire::IpVersion version = wire::IpVersion::kV4;
     wire::Gid gid{};
     uint16_t port = 0;  // fd's port
@@ -70,8 +73,22 @@ class UdpFabric final : public Fabric {
     uint16_t port = 0;
   };
 
+  // Receiving for one endpoint. The lock is taken before datagrams are read
+  // and held until they are handled, so that one socket's packets are
+  // handled in the order they came, whichever thread reads them.
+  static constexpr unsigned kRxBatch = 16;
+  struct Receiver {
+    std::mutex mu;
+    // Bound to the device's port; -1 while another process receives for the address.
+    std::atomic<int> fd{-1};
+    std::unique_ptr<uint8_t[]> buffers;  // kRxBatch packets; under mu
+  };
+
   std::optional<TransmitResult> transmit_ud(transport::SendSide& side, transport::SendWqe& wqe);
   void receive_loop(size_t endpoint);
+  // REQUIRES: receivers_[endpoint].mu held. Reads and handles what the socket
+  // has, up to one batch, without waiting: how many datagrams, or -errno.
+  int receive_batch(size_t endpoint);
   void on_datagram(const Endpoint& ep, const Peer& from, std::span<const uint8_t> ib, bool may_forward);
   void take_over_ports();
   void on_request(const Endpoint& ep, const Peer& from, uint32_t qp_slot, const wire::PacketView& v);
@@ -91,6 +108,7 @@ class UdpFabric final : public Fabric {
   bool started_ = false;
   UdpHost* host_ = nullptr;
   std::vector<Endpoint> endpoints_;
+  std::unique_ptr<Receiver[]> receivers_;  // one per endpoint
   uint16_t dst_port_ = wire::kRoceV2Port;
   std::unique_ptr<FaultLink> faults_;  // SOFTVERBS_FAULTS only
   Forwarder forwarder_;

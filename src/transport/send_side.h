@@ -8,6 +8,7 @@
 
 #include <infiniband/verbs.h>
 
+#include <atomic>
 #include <cstdint>
 
 #include "shm/segment.h"
@@ -71,6 +72,16 @@ struct SendSide {
   uint64_t resume_index = ~0ull;  // the WQE to resend from resume_psn rather than its first PSN
   uint32_t resume_psn = 0;
   bool sq_drained_event = false;
+
+  // Where the last WRITE placed at post landed, as a guess for the next one
+  // with the same R_Key: post_send asks for that line before its checks run
+  // (Qp::post_send), so that taking it from a peer polling it overlaps them.
+  // Read before the lock: a stale guess only prefetches a wrong line.
+  std::atomic<uint32_t> write_hint_rkey{0};
+  std::atomic<intptr_t> write_hint_delta{0};  // local address = remote address + delta
+  // Likewise for a SEND: the slot the target's next receive completion
+  // goes to, whose line the target is polling.
+  std::atomic<uintptr_t> recv_cqe_hint{0};
 };
 
 }  // namespace softverbs::transport

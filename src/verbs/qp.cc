@@ -413,9 +413,27 @@ Status Qp::query(ibv_qp_attr* attr, int, ibv_qp_init_attr* init) {
   ++side_.sq.posted;
 }
 
+// A peer waiting for this WR polls the line it lands in (a WRITE's
+// destination, a SEND's receive completion), so that line is in the peer's
+// cache: ask for it now, and the transfer overlaps the lock and the checks
+// instead of following them. The addresses are the last WR's (SendSide's
+// hints, read without the lock): a wrong one costs a useless prefetch.
+void Qp::prefetch_landing(const ibv_send_wr& wr) {
+  if (wr.opcode == IBV_WR_RDMA_WRITE) {
+    if (wr.wr.rdma.rkey == side_.write_hint_rkey.load(std::memory_order_relaxed))
+      shm::prefetch_for_write(reinterpret_cast<const void*>(
+          wr.wr.rdma.remote_addr + static_cast<uint64_t>(side_.write_hint_delta.load(std::memory_order_relaxed))));
+  } else if (wr.opcode == IBV_WR_SEND || wr.opcode == IBV_WR_SEND_WITH_IMM ||
+             wr.opcode == IBV_WR_RDMA_WRITE_WITH_IMM) {
+    if (const uintptr_t cqe = side_.recv_cqe_hint.load(std::memory_order_relaxed))
+      shm::prefetch_for_write(reinterpret_cast<const void*>(cqe));
+  }
+}
+
 int Qp::post_send(ibv_send_wr* wr, ibv_send_wr** bad) {
   if (bad != nullptr) *bad = nullptr;
   if (wr == nullptr) return EINVAL;
+  prefetch_landing(*wr);
   std::lock_guard lock(side_.lock);
   const uint8_t state = shared_->state.load(std::memory_order_acquire);
   // IBA 11.4.1.1: no posting to the send queue before RTS; in Error WRs are

@@ -68,6 +68,8 @@ class Qp {
   int check_wr(const ibv_send_wr& wr, uint64_t* length) const;
   // Queues a checked WR (`placed`: Fabric::place_at_post's token).
   void enqueue(const ibv_send_wr& wr, uint64_t length, uint32_t placed);
+  // Before the lock: takes the line the WR will land in (see qp.cc).
+  void prefetch_landing(const ibv_send_wr& wr);
   void enter_error_locked();
 
   ibv_qp_ex ex_{};  // first: ibv_qp* and ibv_qp_ex* are this object

@@ -8,6 +8,7 @@
 #include "fabric/host/peer_memory.h"
 #include "fabric/port_config.h"
 #include "shm/process_registry.h"
+#include "shm/rings.h"
 #include "transport/local_sges.h"
 #include "transport/mem_ops.h"
 #include "transport/responder.h"
@@ -63,6 +64,16 @@ struct Target {
   out->local = out->owner == s.self;
   if (!out->local && !shm::process_alive(seg, out->owner)) return "the QP's process is gone";
   return nullptr;
+}
+
+// Where the target QP's next receive completion goes (SendSide::recv_cqe_hint).
+void note_next_recv_cqe(transport::SendSide& s, const shm::Segment& seg, uint32_t slot) {
+  const shm::SharedQp& qp = seg.qp(slot);
+  if (qp.recv_cq >= shm::kMaxCqs) return;
+  const shm::SharedCq& cq = seg.cq(qp.recv_cq);
+  if (cq.slot_state.load(std::memory_order_acquire) != static_cast<uint32_t>(shm::SlotState::kLive)) return;
+  const shm::CqeSlot* next = shm::cq_slot(seg, cq, cq.tail.load(std::memory_order_relaxed));
+  s.recv_cqe_hint.store(reinterpret_cast<uintptr_t>(next), std::memory_order_relaxed);
 }
 
 // For `softverbs status`: the slowest path our requests needed.
@@ -210,6 +221,8 @@ std::optional<TransmitResult> HostFabric::transmit(transport::SendSide& s, trans
     } else if (op->kind == ReqKind::kCmpSwap || op->kind == ReqKind::kFetchAdd) {
       transport::IoCursor c(list);
       transport::scatter_from(c, &resp.original, 8);
+    } else if ((op->kind == ReqKind::kSend || op->has_imm) && !ud) {  // a receive completion
+      note_next_recv_cqe(s, seg, target.slot);
     }
   }
   if (!target.local) note_path(s, peer_mem);
@@ -245,14 +258,26 @@ uint32_t HostFabric::place_at_post(transport::SendSide& s, const ibv_send_wr& wr
   MrRef dest;
   if (!transport::write_would_be_taken(seg, target.slot, req, &dest)) return 0;
   const IoList source{&iov, 1, length};
+  // The hint is looked up again only for a new R_Key: a region's mapping
+  // here stays where it is while its registration lives.
+  const bool new_hint = req.rkey != s.write_hint_rkey.load(std::memory_order_relaxed);
+  auto remember = [&](const char* landed) {
+    if (landed == nullptr) return;
+    s.write_hint_rkey.store(req.rkey, std::memory_order_relaxed);
+    s.write_hint_delta.store(reinterpret_cast<intptr_t>(landed) - static_cast<intptr_t>(req.va),
+                             std::memory_order_relaxed);
+  };
   if (target.local) {
     transport::LocalMemory mem;
-    return mem.write(*dest.mr, dest.va, source, 0, length).is_ok() ? target.slot : 0;
+    if (!mem.write(*dest.mr, dest.va, source, 0, length).is_ok()) return 0;
+    if (new_hint) remember(reinterpret_cast<const char*>(dest.va));
+    return target.slot;
   }
   PeerMemory mem(seg, target.owner);
-  const bool placed = mem.write(*dest.mr, dest.va, source, 0, length).is_ok();
+  if (!mem.write(*dest.mr, dest.va, source, 0, length).is_ok()) return 0;
   note_path(s, mem);
-  return placed ? target.slot : 0;
+  if (new_hint && mem.used() == Path::kMap) remember(mem.direct(*dest.mr, dest.va, length));
+  return target.slot;
 }
 
 }  // namespace softverbs::fabric::host

@@ -37,6 +37,9 @@ class PeerMemory final : public transport::TargetMemory {
 
   // The slowest path the last operations needed (for `softverbs status`).
   Path used() const { return used_; }
+  // Where [va, va + length) of the target's region is mapped here, when the
+  // map path reaches it; nullptr otherwise.
+  char* direct(const shm::SharedMr& mr, uint64_t va, uint64_t length) { return mapped(mr, va, length); }
 
  private:
   char* mapped(const shm::SharedMr& mr, uint64_t va, uint64_t length);

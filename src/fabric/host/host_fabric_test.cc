@@ -1,0 +1,175 @@
+// The host fabric's guesses of where the next WR lands (SendSide's hints):
+// post_send prefetches them, so a hint that does not name the line the data
+// or the completion really goes to loses the overlap without any other sign.
+// Both QPs are this process's, in a private segment.
+#include "fabric/host/host_fabric.h"
+
+#include <gtest/gtest.h>
+#include <infiniband/verbs.h>
+#include <unistd.h>
+
+#include <cstring>
+#include <memory>
+#include <vector>
+
+#include "shm/rings.h"
+#include "transport/send_side.h"
+
+namespace softverbs::fabric::host {
+namespace {
+
+constexpr uint32_t kTargetSlot = 2;
+constexpr uint32_t kTargetQpn = (1u << shm::kQpSlotBits) | kTargetSlot;
+constexpr uint32_t kRequesterSlot = 3;
+constexpr uint32_t kRequesterQpn = (1u << shm::kQpSlotBits) | kRequesterSlot;
+constexpr uint32_t kPd = 7;
+constexpr uint32_t kCqSlot = 1;
+constexpr uint32_t kMrSlot = 3;
+constexpr uint32_t kLkey = (0x11u << 16) | kMrSlot;
+constexpr uint32_t kRkey = (0x22u << 16) | kMrSlot;
+constexpr uint32_t kPsn = 100;
+constexpr shm::OwnerId kOwner{5, 1};
+
+class SilentNotifier final : public transport::Notifier {
+ public:
+  void cq_event(uint32_t, shm::OwnerId) override {}
+  void qp_event(uint32_t, shm::OwnerId, uint64_t) override {}
+  shm::PortCounters& port_counters() override { return counters_; }
+
+ private:
+  shm::PortCounters counters_{};
+};
+
+class HostFabricHintTest : public ::testing::Test {
+ protected:
+  void SetUp() override {
+    path_ = "/dev/shm/softverbs-host-fabric-test-" + std::to_string(getpid());
+    Result<std::unique_ptr<shm::Segment>> s = shm::Segment::open(path_);
+    ASSERT_TRUE(s.is_ok());
+    seg_ = std::move(s.value());
+    shm::SharedCq& cq = seg_->cq(kCqSlot);
+    cq.capacity = 64;
+    cq.ring = seg_->arena_alloc(64 * sizeof(shm::CqeSlot)).value();
+    cq.owner = kOwner;
+    cq.slot_state.store(static_cast<uint32_t>(shm::SlotState::kLive));
+
+    shm::SharedQp& target = seg_->qp(kTargetSlot);
+    target.qpn = kTargetQpn;
+    target.owner = kOwner;
+    target.qp_type = IBV_QPT_RC;
+    target.state.store(IBV_QPS_RTS);
+    target.pd_id = kPd;
+    target.dest_qpn = kRequesterQpn;
+    target.access_flags.store(IBV_ACCESS_REMOTE_WRITE);
+    target.recv_cq = kCqSlot;
+    target.send_cq = kCqSlot;
+    target.rq.capacity = 8;
+    target.rq.max_sge = 1;
+    target.rq.stride = shm::rq_stride_for(1);
+    target.rq.ring = seg_->arena_alloc(8 * target.rq.stride).value();
+    target.resp.epsn = kPsn;
+    target.slot_state.store(static_cast<uint32_t>(shm::SlotState::kLive));
+
+    shm::SharedQp& requester = seg_->qp(kRequesterSlot);
+    requester.qpn = kRequesterQpn;
+    requester.owner = kOwner;
+    requester.qp_type = IBV_QPT_RC;
+    requester.state.store(IBV_QPS_RTS);
+    requester.send_cq = kCqSlot;
+    requester.slot_state.store(static_cast<uint32_t>(shm::SlotState::kLive));
+
+    mem_.assign(4096, 0);
+    shm::SharedMr& mr = seg_->mr(kMrSlot);
+    mr.lkey = kLkey;
+    mr.owner = kOwner;
+    mr.pd_id = kPd;
+    mr.access = IBV_ACCESS_LOCAL_WRITE | IBV_ACCESS_REMOTE_WRITE;
+    mr.addr = reinterpret_cast<uint64_t>(mem_.data());
+    mr.iova = mr.addr;
+    mr.length = mem_.size();
+    mr.map_fd = -1;
+    mr.rkey.store(kRkey);
+
+    side_.seg = seg_.get();
+    side_.shared = &requester;
+    side_.qp_slot = kRequesterSlot;
+    side_.qpn = kRequesterQpn;
+    side_.qp_type = IBV_QPT_RC;
+    side_.pd_id = kPd;
+    side_.send_cq = kCqSlot;
+    side_.max_sge = 1;
+    side_.notifier = &notifier_;
+    side_.self = kOwner;
+    side_.fabric = &host_fabric();
+    side_.dest_qpn = kTargetQpn;
+    side_.ah.port_num = 1;
+    side_.ah.dlid = seg_->header().lid;
+    side_.sq_psn = kPsn;
+  }
+  void TearDown() override {
+    seg_.reset();
+    unlink(path_.c_str());
+  }
+
+  uint64_t va(size_t off) const { return reinterpret_cast<uint64_t>(mem_.data()) + off; }
+
+  std::string path_;
+  std::unique_ptr<shm::Segment> seg_;
+  std::vector<uint8_t> mem_;
+  SilentNotifier notifier_;
+  transport::SendSide side_;
+};
+
+TEST_F(HostFabricHintTest, PlacedWriteLeavesTheAddressItLandedAt) {
+  std::memcpy(mem_.data(), "payload!", 8);
+  ibv_sge sge{va(0), 8, kLkey};
+  ibv_send_wr wr{};
+  wr.opcode = IBV_WR_RDMA_WRITE;
+  wr.sg_list = &sge;
+  wr.num_sge = 1;
+  wr.wr.rdma.remote_addr = va(1024);
+  wr.wr.rdma.rkey = kRkey;
+  EXPECT_EQ(side_.write_hint_rkey.load(), 0u);
+  ASSERT_EQ(host_fabric().place_at_post(side_, wr, 8), kTargetSlot);
+  EXPECT_EQ(std::memcmp(mem_.data() + 1024, "payload!", 8), 0);
+  // The hint maps the next WRITE's remote address (same R_Key) to where it will land.
+  EXPECT_EQ(side_.write_hint_rkey.load(), kRkey);
+  const uint64_t next_remote = va(2048);
+  EXPECT_EQ(next_remote + static_cast<uint64_t>(side_.write_hint_delta.load()),
+            reinterpret_cast<uint64_t>(mem_.data() + 2048));
+
+  // A WRITE the responder would refuse (outside the region) is not placed
+  // and leaves the hint alone.
+  wr.wr.rdma.remote_addr = va(4092);
+  EXPECT_EQ(host_fabric().place_at_post(side_, wr, 8), 0u);
+  EXPECT_EQ(side_.write_hint_rkey.load(), kRkey);
+}
+
+TEST_F(HostFabricHintTest, SendLeavesTheSlotOfTheTargetsNextReceiveCompletion) {
+  shm::Sge recv{va(512), 64, kLkey};
+  ASSERT_TRUE(shm::rq_post(*seg_, seg_->qp(kTargetSlot).rq, 1, &recv, 1));
+  ASSERT_TRUE(shm::rq_post(*seg_, seg_->qp(kTargetSlot).rq, 2, &recv, 1));
+  ASSERT_TRUE(side_.sq.init(4, 1, 0));
+
+  for (uint32_t k = 0; k < 2; ++k) {
+    transport::SendWqe& w = side_.sq.at(k);
+    std::memset(static_cast<void*>(&w), 0, sizeof w);
+    w.opcode = IBV_WR_SEND;
+    w.num_sge = 1;
+    w.sge[0] = {va(0), 16, kLkey};
+    w.length = 16;
+    w.psn = kPsn + k;
+    w.packets = 1;
+    const std::optional<TransmitResult> r = host_fabric().transmit(side_, w);
+    ASSERT_TRUE(r.has_value());
+    ASSERT_EQ(r->local_status, IBV_WC_SUCCESS);
+    ASSERT_EQ(r->response.kind, transport::Response::Kind::kAck);
+    // The receive completion just written is followed by the slot the hint names.
+    const shm::SharedCq& cq = seg_->cq(kCqSlot);
+    EXPECT_EQ(cq.tail.load(), k + 1);
+    EXPECT_EQ(side_.recv_cqe_hint.load(), reinterpret_cast<uintptr_t>(shm::cq_slot(*seg_, cq, k + 1)));
+  }
+}
+
+}  // namespace
+}  // namespace softverbs::fabric::host

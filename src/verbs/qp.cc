@@ -419,12 +419,13 @@ Status Qp::query(ibv_qp_attr* attr, int, ibv_qp_init_attr* init) {
 // instead of following them. The addresses are the last WR's (SendSide's
 // hints, read without the lock): a wrong one costs a useless prefetch.
 void Qp::prefetch_landing(const ibv_send_wr& wr) {
-  if (wr.opcode == IBV_WR_RDMA_WRITE) {
+  // Not yet checked: the opcode may be no ibv_wr_opcode at all.
+  const auto opcode = util::raw_enum(wr.opcode);
+  if (opcode == IBV_WR_RDMA_WRITE) {
     if (wr.wr.rdma.rkey == side_.write_hint_rkey.load(std::memory_order_relaxed))
       shm::prefetch_for_write(reinterpret_cast<const void*>(
           wr.wr.rdma.remote_addr + static_cast<uint64_t>(side_.write_hint_delta.load(std::memory_order_relaxed))));
-  } else if (wr.opcode == IBV_WR_SEND || wr.opcode == IBV_WR_SEND_WITH_IMM ||
-             wr.opcode == IBV_WR_RDMA_WRITE_WITH_IMM) {
+  } else if (opcode == IBV_WR_SEND || opcode == IBV_WR_SEND_WITH_IMM || opcode == IBV_WR_RDMA_WRITE_WITH_IMM) {
     if (const uintptr_t cqe = side_.recv_cqe_hint.load(std::memory_order_relaxed))
       shm::prefetch_for_write(reinterpret_cast<const void*>(cqe));
   }

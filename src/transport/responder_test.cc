@@ -13,6 +13,7 @@
 
 #include "shm/rings.h"
 #include "transport/nak_table.h"
+#include "transport/testing/hand_built.h"
 
 namespace softverbs::transport {
 namespace {
@@ -41,27 +42,11 @@ class ResponderTest : public ::testing::Test {
     Result<std::unique_ptr<shm::Segment>> s = shm::Segment::open(path_);
     ASSERT_TRUE(s.is_ok());
     seg_ = std::move(s.value());
-    shm::SharedCq& cq = seg_->cq(kCqSlot);
-    cq.capacity = 64;
-    cq.ring = seg_->arena_alloc(64 * sizeof(shm::CqeSlot)).value();
-    cq.owner = kOwner;
-    cq.slot_state.store(static_cast<uint32_t>(shm::SlotState::kLive));
-    shm::SharedQp& qp = seg_->qp(kQpSlot);
-    qp.qpn = kQpn;
-    qp.owner = kOwner;
-    qp.qp_type = IBV_QPT_RC;
-    qp.state.store(IBV_QPS_RTS);
-    qp.pd_id = kPd;
-    qp.dest_qpn = kPeerQpn;
-    qp.access_flags.store(IBV_ACCESS_REMOTE_WRITE | IBV_ACCESS_REMOTE_READ | IBV_ACCESS_REMOTE_ATOMIC);
-    qp.min_rnr_timer.store(12);
-    qp.recv_cq = kCqSlot;
-    qp.rq.capacity = 8;
-    qp.rq.max_sge = 4;
-    qp.rq.stride = shm::rq_stride_for(4);
-    qp.rq.ring = seg_->arena_alloc(8 * qp.rq.stride).value();
-    qp.resp.epsn = 100;
-    qp.slot_state.store(static_cast<uint32_t>(shm::SlotState::kLive));
+    hand_built::make_cq(*seg_, kCqSlot, 64, kOwner);
+    hand_built::make_qp(*seg_, kQpSlot, {
+        .qpn = kQpn, .owner = kOwner, .pd = kPd, .dest_qpn = kPeerQpn,
+        .access = IBV_ACCESS_REMOTE_WRITE | IBV_ACCESS_REMOTE_READ | IBV_ACCESS_REMOTE_ATOMIC, .recv_cq = kCqSlot,
+        .epsn = 100, .min_rnr_timer = 12, .rq_capacity = 8, .rq_max_sge = 4});
     mem_.assign(4096, 0);
     add_mr(3, mem_.data(), mem_.size(), IBV_ACCESS_LOCAL_WRITE | IBV_ACCESS_REMOTE_WRITE | IBV_ACCESS_REMOTE_READ |
                                              IBV_ACCESS_REMOTE_ATOMIC);
@@ -72,19 +57,10 @@ class ResponderTest : public ::testing::Test {
   }
 
   void add_mr(uint32_t slot, void* addr, size_t len, uint32_t access) {
-    shm::SharedMr& m = seg_->mr(slot);
-    m.lkey = (0x11u << 16) | slot;
-    m.owner = kOwner;
-    m.pd_id = kPd;
-    m.access = access;
-    m.addr = reinterpret_cast<uint64_t>(addr);
-    m.iova = m.addr;
-    m.length = len;
-    m.map_fd = -1;
-    m.rkey.store((0x22u << 16) | slot);
+    hand_built::make_mr(*seg_, slot, addr, len, access, kPd, kOwner);
   }
-  uint32_t lkey() const { return (0x11u << 16) | 3; }
-  uint32_t rkey() const { return (0x22u << 16) | 3; }
+  uint32_t lkey() const { return hand_built::lkey_of(3); }
+  uint32_t rkey() const { return hand_built::rkey_of(3); }
   uint64_t va(size_t off = 0) const { return reinterpret_cast<uint64_t>(mem_.data()) + off; }
 
   void post_recv(uint64_t wr_id, size_t off, uint32_t len) {

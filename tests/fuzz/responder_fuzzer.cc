@@ -21,7 +21,6 @@
 #include <cstdlib>
 #include <cstring>
 #include <memory>
-#include <new>
 #include <string>
 #include <vector>
 
@@ -30,6 +29,7 @@
 #include "transport/packet_request.h"
 #include "transport/responder.h"
 #include "transport/target_memory.h"
+#include "transport/testing/hand_built.h"
 #include "wire/packet.h"
 
 namespace softverbs::transport {
@@ -54,21 +54,11 @@ constexpr uint32_t kPeerQpn = 0x77;
 constexpr size_t kRegion = 8192;
 constexpr uint32_t kCqDepth = 64;
 
-class NullNotifier final : public Notifier {
- public:
-  void cq_event(uint32_t, shm::OwnerId) override {}
-  void qp_event(uint32_t, shm::OwnerId, uint64_t) override {}
-  shm::PortCounters& port_counters() override { return counters_; }
-
- private:
-  shm::PortCounters counters_{};
-};
-
 struct Device {
   std::string path = "/dev/shm/softverbs-responder-fuzz-" + std::to_string(getpid());
   std::unique_ptr<shm::Segment> seg;
   uint8_t* region = nullptr;
-  NullNotifier notifier;
+  hand_built::QuietNotifier notifier;
 
   Device() {
     Result<std::unique_ptr<shm::Segment>> s = shm::Segment::open(path);
@@ -79,43 +69,19 @@ struct Device {
     seg = std::move(s.value());
     unlink(path.c_str());  // the mapping stays; nothing is left behind
     region = new uint8_t[kRegion];
-    shm::SharedCq& cq = seg->cq(kCqSlot);
-    cq.capacity = kCqDepth;
-    cq.ring = seg->arena_alloc(kCqDepth * sizeof(shm::CqeSlot)).value();
-    cq.owner = kOwner;
-    cq.slot_state.store(static_cast<uint32_t>(shm::SlotState::kLive));
-    shm::SharedMr& m = seg->mr(kMrSlot);
-    m.lkey = (0x11u << 16) | kMrSlot;
-    m.owner = kOwner;
-    m.pd_id = kPd;
-    m.access = IBV_ACCESS_LOCAL_WRITE | IBV_ACCESS_REMOTE_WRITE | IBV_ACCESS_REMOTE_READ | IBV_ACCESS_REMOTE_ATOMIC;
-    m.addr = reinterpret_cast<uint64_t>(region);
-    m.iova = m.addr;
-    m.length = kRegion;
-    m.map_fd = -1;
-    m.rkey.store((0x22u << 16) | kMrSlot);
+    hand_built::make_cq(*seg, kCqSlot, kCqDepth, kOwner);
+    hand_built::make_mr(*seg, kMrSlot, region, kRegion,
+                        IBV_ACCESS_LOCAL_WRITE | IBV_ACCESS_REMOTE_WRITE | IBV_ACCESS_REMOTE_READ |
+                            IBV_ACCESS_REMOTE_ATOMIC,
+                        kPd, kOwner);
   }
 
   // A fresh QP of `type`, in RTS, with four receive WQEs over the region.
   shm::SharedQp& reset_qp(uint8_t type, ibv_mtu mtu) {
-    shm::SharedQp& qp = seg->qp(kQpSlot);
-    const shm::Offset ring = qp.rq.ring;
-    new (&qp) shm::SharedQp();
-    qp.qpn = kQpn;
-    qp.owner = kOwner;
-    qp.qp_type = type;
-    qp.state.store(IBV_QPS_RTS);
-    qp.pd_id = kPd;
-    qp.dest_qpn = kPeerQpn;
-    qp.qkey = 0x11111111;
-    qp.path_mtu = mtu;
-    qp.access_flags.store(IBV_ACCESS_REMOTE_WRITE | IBV_ACCESS_REMOTE_READ | IBV_ACCESS_REMOTE_ATOMIC);
-    qp.recv_cq = kCqSlot;
-    qp.rq.capacity = 8;
-    qp.rq.max_sge = 2;
-    qp.rq.stride = shm::rq_stride_for(2);
-    qp.rq.ring = ring != 0 ? ring : seg->arena_alloc(8 * qp.rq.stride).value();
-    qp.slot_state.store(static_cast<uint32_t>(shm::SlotState::kLive));
+    shm::SharedQp& qp = hand_built::make_qp(*seg, kQpSlot, {
+        .qpn = kQpn, .owner = kOwner, .type = type, .pd = kPd, .dest_qpn = kPeerQpn,
+        .access = IBV_ACCESS_REMOTE_WRITE | IBV_ACCESS_REMOTE_READ | IBV_ACCESS_REMOTE_ATOMIC, .recv_cq = kCqSlot,
+        .qkey = 0x11111111, .path_mtu = static_cast<uint8_t>(mtu), .rq_capacity = 8, .rq_max_sge = 2});
     for (uint32_t i = 0; i < 4; ++i) {
       shm::Sge sge[2] = {{m_addr(i * 2048), 1024, lkey()}, {m_addr(i * 2048 + 1024), 1024, lkey()}};
       CHECK(shm::rq_post(*seg, qp.rq, i, sge, 2));
@@ -127,7 +93,7 @@ struct Device {
     return qp;
   }
   uint64_t m_addr(size_t off) const { return reinterpret_cast<uint64_t>(region) + off; }
-  static uint32_t lkey() { return (0x11u << 16) | kMrSlot; }
+  static uint32_t lkey() { return hand_built::lkey_of(kMrSlot); }
 };
 
 Device& device() {

@@ -14,9 +14,12 @@
 
 #include "shm/rings.h"
 #include "transport/send_side.h"
+#include "transport/testing/hand_built.h"
 
 namespace softverbs::fabric::host {
 namespace {
+
+namespace hand_built = transport::hand_built;
 
 constexpr uint32_t kTargetSlot = 2;
 constexpr uint32_t kTargetQpn = (1u << shm::kQpSlotBits) | kTargetSlot;
@@ -25,20 +28,10 @@ constexpr uint32_t kRequesterQpn = (1u << shm::kQpSlotBits) | kRequesterSlot;
 constexpr uint32_t kPd = 7;
 constexpr uint32_t kCqSlot = 1;
 constexpr uint32_t kMrSlot = 3;
-constexpr uint32_t kLkey = (0x11u << 16) | kMrSlot;
-constexpr uint32_t kRkey = (0x22u << 16) | kMrSlot;
 constexpr uint32_t kPsn = 100;
 constexpr shm::OwnerId kOwner{5, 1};
-
-class SilentNotifier final : public transport::Notifier {
- public:
-  void cq_event(uint32_t, shm::OwnerId) override {}
-  void qp_event(uint32_t, shm::OwnerId, uint64_t) override {}
-  shm::PortCounters& port_counters() override { return counters_; }
-
- private:
-  shm::PortCounters counters_{};
-};
+constexpr uint32_t kLkey = hand_built::lkey_of(kMrSlot);
+constexpr uint32_t kRkey = hand_built::rkey_of(kMrSlot);
 
 class HostFabricHintTest : public ::testing::Test {
  protected:
@@ -47,48 +40,15 @@ class HostFabricHintTest : public ::testing::Test {
     Result<std::unique_ptr<shm::Segment>> s = shm::Segment::open(path_);
     ASSERT_TRUE(s.is_ok());
     seg_ = std::move(s.value());
-    shm::SharedCq& cq = seg_->cq(kCqSlot);
-    cq.capacity = 64;
-    cq.ring = seg_->arena_alloc(64 * sizeof(shm::CqeSlot)).value();
-    cq.owner = kOwner;
-    cq.slot_state.store(static_cast<uint32_t>(shm::SlotState::kLive));
-
-    shm::SharedQp& target = seg_->qp(kTargetSlot);
-    target.qpn = kTargetQpn;
-    target.owner = kOwner;
-    target.qp_type = IBV_QPT_RC;
-    target.state.store(IBV_QPS_RTS);
-    target.pd_id = kPd;
-    target.dest_qpn = kRequesterQpn;
-    target.access_flags.store(IBV_ACCESS_REMOTE_WRITE);
-    target.recv_cq = kCqSlot;
-    target.send_cq = kCqSlot;
-    target.rq.capacity = 8;
-    target.rq.max_sge = 1;
-    target.rq.stride = shm::rq_stride_for(1);
-    target.rq.ring = seg_->arena_alloc(8 * target.rq.stride).value();
-    target.resp.epsn = kPsn;
-    target.slot_state.store(static_cast<uint32_t>(shm::SlotState::kLive));
-
-    shm::SharedQp& requester = seg_->qp(kRequesterSlot);
-    requester.qpn = kRequesterQpn;
-    requester.owner = kOwner;
-    requester.qp_type = IBV_QPT_RC;
-    requester.state.store(IBV_QPS_RTS);
-    requester.send_cq = kCqSlot;
-    requester.slot_state.store(static_cast<uint32_t>(shm::SlotState::kLive));
-
+    hand_built::make_cq(*seg_, kCqSlot, 64, kOwner);
+    hand_built::make_qp(*seg_, kTargetSlot, {
+        .qpn = kTargetQpn, .owner = kOwner, .pd = kPd, .dest_qpn = kRequesterQpn, .access = IBV_ACCESS_REMOTE_WRITE,
+        .recv_cq = kCqSlot, .send_cq = kCqSlot, .epsn = kPsn, .rq_capacity = 8});
+    shm::SharedQp& requester = hand_built::make_qp(*seg_, kRequesterSlot, {
+        .qpn = kRequesterQpn, .owner = kOwner, .send_cq = kCqSlot});
     mem_.assign(4096, 0);
-    shm::SharedMr& mr = seg_->mr(kMrSlot);
-    mr.lkey = kLkey;
-    mr.owner = kOwner;
-    mr.pd_id = kPd;
-    mr.access = IBV_ACCESS_LOCAL_WRITE | IBV_ACCESS_REMOTE_WRITE;
-    mr.addr = reinterpret_cast<uint64_t>(mem_.data());
-    mr.iova = mr.addr;
-    mr.length = mem_.size();
-    mr.map_fd = -1;
-    mr.rkey.store(kRkey);
+    hand_built::make_mr(*seg_, kMrSlot, mem_.data(), mem_.size(), IBV_ACCESS_LOCAL_WRITE | IBV_ACCESS_REMOTE_WRITE, kPd,
+                        kOwner);
 
     side_.seg = seg_.get();
     side_.shared = &requester;
@@ -116,7 +76,7 @@ class HostFabricHintTest : public ::testing::Test {
   std::string path_;
   std::unique_ptr<shm::Segment> seg_;
   std::vector<uint8_t> mem_;
-  SilentNotifier notifier_;
+  hand_built::QuietNotifier notifier_;
   transport::SendSide side_;
 };
 

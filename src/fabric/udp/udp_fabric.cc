@@ -3,6 +3,7 @@
 #include <arpa/inet.h>
 #include <netinet/in.h>
 #include <poll.h>
+#include <sched.h>
 #include <sys/prctl.h>
 #include <sys/socket.h>
 #include <unistd.h>
@@ -288,6 +289,14 @@ bool UdpFabric::receive_now() {
     if (!lock.owns_lock()) continue;  // the receive thread has it
     handled |= receive_batch(i) > 0;
   }
+  // Nothing came: what the caller waits for needs a receive thread to run
+  // (ours, while the socket was taken, or the peer's on this host), and on
+  // a machine with fewer cores than spinning threads it is queued behind
+  // this one until the scheduler's tick. Stepping aside lets it run now: in
+  // ib_write_lat between two namespaces on 2 cores, t_avg fell from 200-900
+  // to 30-85 us and t_typical from 31-98 to 22-41 us. With nothing else to
+  // run this returns at once, at the cost of the recvmmsg just made.
+  if (!handled) sched_yield();
   return handled;
 }
 

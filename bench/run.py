@@ -187,8 +187,9 @@ def bw_iters(size, cap=100000, budget_bytes=512 * MIB, floor=200):
 PT_RETRY = r"Couldn't connect|Unable to open file descriptor"
 
 
-def parse_perftest(tool, out):
-    """The first result row: latency tools -> t_typical (us); bw tools -> (GB/s, Mpps)."""
+def parse_perftest(tool, out, tail=False):
+    """The first result row: latency tools -> t_typical (us), with tail: (t_typical, t_avg,
+    99th percentile); bw tools -> (GB/s, Mpps)."""
     lines = out.splitlines()
     for i, line in enumerate(lines):
         if "#bytes" in line:
@@ -196,13 +197,13 @@ def parse_perftest(tool, out):
                 f = row.split()
                 if len(f) >= 5 and f[0].isdigit():
                     if tool.endswith("_lat"):
-                        return float(f[4])
+                        return float(f[4]) if not tail else (float(f[4]), float(f[5]), float(f[7]))
                     return (float(f[3]) * MIB / 1e9, float(f[4]))
             break
     return None
 
 
-def perftest_once(tool, size, iters, roce=None, faults=None):
+def perftest_once(tool, size, iters, roce=None, faults=None, tail=False):
     port = free_port()
     opts = ["-p", port, "-F", "-n", iters]
     if tool != "ib_atomic_lat":
@@ -219,7 +220,7 @@ def perftest_once(tool, size, iters, roce=None, faults=None):
         rc, out, sout = run_pair([tool] + opts, [tool] + opts + [roce.addr_a], env_a, env_b,
                                  roce.ns_a, roce.ns_b, timeout=ARGS.timeout, retry=PT_RETRY)
         cmd = cmdline([tool] + opts + [roce.addr_a], env_b, roce.ns_b)
-    value = parse_perftest(tool, out) if rc == 0 else None
+    value = parse_perftest(tool, out, tail) if rc == 0 else None
     if value is None:
         note_failure(cmd, rc, out, sout)
     return value, cmd
@@ -244,6 +245,25 @@ def measure_perftest(key, label, group, tool, size, iters, pick=None, unit="us",
         return v if pick is None else v[pick]
     vals = repeat(once)
     return record(key, label, group, cmds[0] if cmds else "", vals, unit)
+
+
+def perftest_lat_tail(key, label, group, tool, size, iters, roce=None):
+    """One set of runs, three figures: t_typical (the compared one), t_avg and the 99th percentile."""
+    cmds, typ, avg, p99 = [], [], [], []
+
+    def once():
+        v, c = perftest_once(tool, size, iters, roce, tail=True)
+        cmds.append(c)
+        return v
+    for v in repeat(once):
+        if v is not None:
+            typ.append(v[0])
+            avg.append(v[1])
+            p99.append(v[2])
+    cmd = cmds[0] if cmds else ""
+    record(key, label + " (t_typical)", group, cmd, typ, "us")
+    record(key + ".avg", label + " (t_avg)", group, cmd, avg, "us")
+    record(key + ".p99", label + " (99th percentile)", group, cmd, p99, "us")
 
 
 def perftest_bw_both(key_bw, key_mr, label, group, tool, size, iters, roce=None, faults=None):
@@ -785,8 +805,8 @@ def section_roce():
             for size in (65536, MIB):
                 perftest_bw_both("sv.roce.ib_write_bw.%d.bw" % size, None, "softverbs RoCE ib_write_bw %s" % fmt_size(size),
                                  "softverbs-roce", "ib_write_bw", size, bw_iters(size, 20000, 128 * MIB, 100), roce=ns)
-            measure_perftest("sv.roce.ib_write_lat.8", "softverbs RoCE ib_write_lat 8 B (t_typical)", "softverbs-roce",
-                             "ib_write_lat", 8, 500 if ARGS.quick else 5000, roce=ns)
+            perftest_lat_tail("sv.roce.ib_write_lat.8", "softverbs RoCE ib_write_lat 8 B", "softverbs-roce",
+                              "ib_write_lat", 8, 500 if ARGS.quick else 5000, roce=ns)
             for size in (65536, MIB):
                 perftest_bw_both("sv.roce_loss.ib_write_bw.%d.bw" % size, None,
                                  "softverbs RoCE ib_write_bw %s, SOFTVERBS_FAULTS=loss=0.001" % fmt_size(size),

@@ -247,39 +247,35 @@ def measure_perftest(key, label, group, tool, size, iters, pick=None, unit="us",
     return record(key, label, group, cmds[0] if cmds else "", vals, unit)
 
 
-def perftest_lat_tail(key, label, group, tool, size, iters, roce=None):
-    """One set of runs, three figures: t_typical (the compared one), t_avg and the 99th percentile."""
-    cmds, typ, avg, p99 = [], [], [], []
+def perftest_figures(figures, group, tool, size, iters, roce=None, faults=None, tail=False):
+    """One set of runs, several figures: figures[i] = (key, label, unit) records element i
+    of every run's result (parse_perftest's tuple); a figure whose key is None is not kept."""
+    cmds, vals = [], [[] for _ in figures]
 
     def once():
-        v, c = perftest_once(tool, size, iters, roce, tail=True)
+        v, c = perftest_once(tool, size, iters, roce, faults, tail)
         cmds.append(c)
         return v
     for v in repeat(once):
         if v is not None:
-            typ.append(v[0])
-            avg.append(v[1])
-            p99.append(v[2])
-    cmd = cmds[0] if cmds else ""
-    record(key, label + " (t_typical)", group, cmd, typ, "us")
-    record(key + ".avg", label + " (t_avg)", group, cmd, avg, "us")
-    record(key + ".p99", label + " (99th percentile)", group, cmd, p99, "us")
+            for i, x in enumerate(v):
+                vals[i].append(x)
+    for (key, label, unit), got in zip(figures, vals):
+        if key:
+            record(key, label, group, cmds[0] if cmds else "", got, unit)
+
+
+def perftest_lat_tail(key, label, group, tool, size, iters, roce=None):
+    """t_typical (the compared figure), t_avg and the 99th percentile of one set of runs."""
+    perftest_figures([(key, label + " (t_typical)", "us"), (key + ".avg", label + " (t_avg)", "us"),
+                      (key + ".p99", label + " (99th percentile)", "us")],
+                     group, tool, size, iters, roce, tail=True)
 
 
 def perftest_bw_both(key_bw, key_mr, label, group, tool, size, iters, roce=None, faults=None):
-    """One set of runs, two figures: bandwidth (GB/s) and message rate (Mpps)."""
-    cmds, bws, mrs = [], [], []
-    for _ in range(ARGS.per_round):
-        if over_budget():
-            break
-        v, c = perftest_once(tool, size, iters, roce, faults)
-        cmds.append(c)
-        if v is not None:
-            bws.append(v[0])
-            mrs.append(v[1])
-    record(key_bw, label + " bandwidth", group, cmds[0] if cmds else "", bws, "GB/s")
-    if key_mr:
-        record(key_mr, label + " message rate", group, cmds[0] if cmds else "", mrs, "Mpps")
+    """Bandwidth (GB/s) and message rate (Mpps) of one set of runs."""
+    perftest_figures([(key_bw, label + " bandwidth", "GB/s"), (key_mr, label + " message rate", "Mpps")],
+                     group, tool, size, iters, roce, faults)
 
 
 # --------------------------------------------------------------------------- UCX

@@ -9,6 +9,8 @@ libfabric's fi_pingpong as peers, and the small limit programs of bench/limits
 measurement once, so softverbs and its peers sample the same minutes of a
 machine whose speed drifts. Writes bench/results/<UTC>.json,
 docs/PERFORMANCE.md (from bench/PERFORMANCE.md.in) and docs/perf/bw_vs_size.png.
+The hand-written docs/PERFORMANCE-NOTES.md, which the template links to, is
+never written here.
 
 Every process it starts gets its own session; it is stopped by its PID (the
 group it leads) when its run ends, on a timeout and on exit.

@@ -4,20 +4,14 @@
 // base address; objects refer to each other by slot index and to ring memory
 // by segment offset, never by pointer.
 //
-// Ownership and writers (the invariants the rest of the code relies on):
-//  1. A slot is allocated and freed only under SegmentHeader::control.
-//  2. An object's configuration (everything but the atomics) is written by its
-//     owner process only, before it publishes the object or the QP state that
-//     makes it reachable (release), and read after the matching acquire.
-//  3. A QP's ResponderState is written only by whoever runs that QP's responder:
-//     on the host fabric the requester of the one connected QP, under its send
-//     queue lock; on the UDP fabric the receiving process. Never both.
-//  4. A RecvQueue has one producer (its owner, in post_recv) and consumers that
-//     claim entries by CAS on head (responders, the owner's flush, SRQ users).
-//  5. A CqRing has many producers (CAS on tail, then publish by seq) and one
-//     consumer (its owner, in poll_cq).
-//  6. Everything a peer may touch of a dead process stays mapped and allocated
-//     for a grace period after the process is found dead (two-phase reclaim).
+// Who writes what, and when, is the numbered list "Invariants" in
+// docs/DESIGN.md, the one copy; code cites its numbers ("objects.h invariant
+// N" and "DESIGN.md invariant N" mean the same entry).
+// Those about this file's objects: 1 (slots allocated under
+// SegmentHeader::control), 2 (configuration written by the owner, published
+// by release), 3 (one writer of a QP's ResponderState), 4 (RecvQueue: one
+// producer, CAS consumers), 5 (CqRing: CAS producers, one consumer), 6 (one
+// writer per cache line, counters), 7 (two-phase reclaim of a dead process).
 #pragma once
 
 #include <pthread.h>
@@ -45,7 +39,7 @@ enum class BounceOp : uint32_t { kWrite = 1, kRead = 2, kCmpSwap = 3, kFetchAdd 
 enum class BounceState : uint32_t { kFree = 0, kClaimed = 1, kRequested = 2, kDone = 3 };
 
 // A request from a peer that can reach this process's memory in no other way;
-// served by the owner's service thread (fabric/host/bounce.cc).
+// served by the owner's service thread (fabric/host/bounce_server.cc).
 struct alignas(64) BounceSlot {
   std::atomic<uint32_t> state;  // BounceState; futex word for the requester
   uint32_t op;                  // BounceOp
@@ -171,8 +165,8 @@ struct ResponderState {
 // responder: on the host fabric, the peer's process) sit on separate cache
 // lines, so a message does not move a line between the two cores.
 // One writer at a time: the requester's under the QP's send-side lock, an
-// RC/UC responder's by its one connected requester (invariant 3); only a UD
-// QP's responder counters have concurrent writers (any sender).
+// RC/UC responder's by its one connected requester (DESIGN.md invariant 3);
+// only a UD QP's responder counters have concurrent writers (any sender).
 struct QpCounters {
   // Requester side.
   alignas(64) std::atomic<uint64_t> sent_packets;  // requests, retransmissions included

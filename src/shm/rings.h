@@ -1,7 +1,7 @@
 // Lock-free rings in the device segment: receive queues and completion queues.
 //
-// Datapath: no allocation, no syscalls, no locks. See objects.h invariants 4
-// and 5 for who produces and who consumes.
+// Datapath: no allocation, no syscalls, no locks. See docs/DESIGN.md invariants
+// 4 and 5 for who produces and who consumes.
 #pragma once
 
 #include <algorithm>

@@ -2,9 +2,9 @@
 // tables and ring memory (see objects.h for what lives there).
 //
 // Thread-safety: a Segment is immutable after open(); the objects it points
-// at follow the rules in objects.h. Allocation of slots and arena pages takes
-// SegmentHeader::control, a robust process-shared mutex, so a process dying
-// while holding it does not wedge the device.
+// at follow the invariants of docs/DESIGN.md. Allocation of slots and arena
+// pages takes SegmentHeader::control, a robust process-shared mutex, so a
+// process dying while holding it does not wedge the device.
 #pragma once
 
 #include <cstdint>

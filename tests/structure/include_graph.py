@@ -1,0 +1,190 @@
+#!/usr/bin/env python3
+"""The layers of src/ include only what their rules allow (docs/DESIGN.md, "Layers").
+
+Usage: include_graph.py [REPO_ROOT]   (default: two folders above this script)
+
+Top to bottom:
+
+    abi/       the C ABI; nothing outside abi/ includes it
+    verbs/     may include transport, wire, shm, util, and of fabric/ only the
+               interface (fabric/fabric.h) and the port configuration
+               (fabric/port_config.h) -- never a fabric itself
+    fabric/    plug-ins under transport: host/ and udp/ may include the common
+               part of fabric/ (fabric.h, port_config.*, fault/), transport,
+               wire, shm, util; never each other, never verbs
+    transport/ may include wire, shm, util and the interface it drives,
+               fabric/fabric.h (the Fabric the requester sends through); never
+               a fabric (host/, udp/), the rest of fabric/, or verbs
+    wire/      only wire        shm/  shm and util        util/  only util
+
+An include resolves as the compiler resolves it: "x.h" beside the including
+file first, then under src/. System headers (<...> that are not under src/)
+are not checked. Test code (*_test.cc, and */testing/ helpers) follows the
+rules of its folder; only test code, and code outside src/, may include a
+*/testing/ header. Outside src/ (tools/, tests/, bench/) the one rule is that
+nothing includes src/abi/.
+
+KNOWN_VIOLATIONS lists, exactly, the violations the code has today. The check
+fails on any violation not listed, AND on any listed one that is gone: when
+an entry is fixed, delete it here, so the list only shrinks.
+"""
+import os
+import re
+import sys
+
+# (including file, included header), repo paths. Each is a real
+# violation, kept only until the code is restructured; delete an entry when
+# its include goes away (the check says so).
+KNOWN_VIOLATIONS = {
+    # verbs/ reaches into the host fabric for things a fabric should hand it
+    # through the Fabric interface: bounce serving and stale-mapping release on
+    # the service thread, the memfd backing of an MR, and picking the fabric
+    # of a QP at RTR.
+    ("src/verbs/device.cc", "src/fabric/host/bounce_server.h"),
+    ("src/verbs/device.cc", "src/fabric/host/peer_memory.h"),
+    ("src/verbs/mr.h", "src/fabric/host/mr_backing.h"),
+    ("src/verbs/qp.cc", "src/fabric/host/host_fabric.h"),
+    # verbs/ names the UDP fabric: Device implements fabric::udp::UdpHost, and
+    # Qp::choose_fabric starts the UDP fabric.
+    ("src/verbs/device.h", "src/fabric/udp/udp_host.h"),
+    ("src/verbs/qp.cc", "src/fabric/udp/udp_fabric.h"),
+    # One plug-in calls another: a UD send to one of this host's own GIDs is
+    # handed to the host fabric from inside UdpFabric::transmit_ud.
+    ("src/fabric/udp/udp_requester.cc", "src/fabric/host/host_fabric.h"),
+}
+
+INCLUDE = re.compile(r'^\s*#\s*include\s*([<"])([^>"]+)[>"]')
+SOURCE_EXT = (".h", ".hh", ".hpp", ".c", ".cc", ".cpp", ".inc")
+
+FABRIC_COMMON = "fabric-common"  # fabric.h, port_config.*, fault/
+FABRIC_IFACE = "fabric/fabric.h"
+PORT_CONFIG = "fabric/port_config.h"
+
+# component -> components it may include (besides itself).
+ALLOWED = {
+    "abi": {"verbs", "transport", "wire", "shm", "util"},
+    "verbs": {"transport", "wire", "shm", "util"},
+    FABRIC_COMMON: {"transport", "wire", "shm", "util"},
+    "fabric/host": {FABRIC_COMMON, "transport", "wire", "shm", "util"},
+    "fabric/udp": {FABRIC_COMMON, "transport", "wire", "shm", "util"},
+    "transport": {"wire", "shm", "util"},
+    "wire": set(),
+    "shm": {"util"},
+    "util": set(),
+}
+# Single headers of another component that a component may include.
+ALLOWED_FILES = {
+    "abi": {FABRIC_IFACE, PORT_CONFIG},
+    "verbs": {FABRIC_IFACE, PORT_CONFIG},
+    "transport": {FABRIC_IFACE},
+}
+
+
+def component(rel):
+    """The layer of a path relative to src/, or None when it is in none."""
+    parts = rel.split("/")
+    if parts[0] == "fabric":
+        if len(parts) > 2 and parts[1] in ("host", "udp"):
+            return "fabric/" + parts[1]
+        return FABRIC_COMMON
+    if parts[0] in ALLOWED:
+        return parts[0]
+    return None
+
+
+def is_test(rel):
+    name = os.path.basename(rel)
+    return name.endswith("_test.cc") or "/testing/" in "/" + rel
+
+
+def resolve(root, including, kind, name):
+    """The included file as a path relative to the repo, or None (system header)."""
+    candidates = []
+    if kind == '"':
+        candidates.append(os.path.join(os.path.dirname(including), name))
+    candidates.append(os.path.join("src", name))
+    for c in candidates:
+        path = os.path.normpath(c)
+        if os.path.isfile(os.path.join(root, path)):
+            return path
+    return None
+
+
+def sources(root, top):
+    for d, dirs, files in os.walk(os.path.join(root, top)):
+        dirs.sort()
+        for f in sorted(files):
+            if f.endswith(SOURCE_EXT):
+                yield os.path.relpath(os.path.join(d, f), root)
+
+
+def includes(root, path):
+    with open(os.path.join(root, path), encoding="utf-8", errors="replace") as fh:
+        for line in fh:
+            m = INCLUDE.match(line)
+            if m:
+                yield m.group(1), m.group(2)
+
+
+def violation(inc_rel, hdr_rel):
+    """Why src/inc_rel may not include src/hdr_rel, or None when it may."""
+    a, b = component(inc_rel), component(hdr_rel)
+    if "/testing/" in "/" + hdr_rel and not is_test(inc_rel):
+        return "only test code may include a testing/ header"
+    if a is None or b is None:
+        return None if a == b else "outside the known layers (add it to include_graph.py)"
+    if a == b:
+        return None
+    if b in ALLOWED[a] or hdr_rel in ALLOWED_FILES.get(a, set()):
+        return None
+    return "%s may not include %s" % (a, b)
+
+
+def check(root):
+    found = {}  # (file, header), repo paths -> why
+    for path in sources(root, "src"):
+        rel = os.path.relpath(path, "src")
+        for kind, name in includes(root, path):
+            target = resolve(root, path, kind, name)
+            if target is None:
+                if kind == '"':
+                    found[(path, name)] = "does not resolve to a file (quoted include)"
+                continue
+            if not target.startswith("src" + os.sep):
+                continue
+            why = violation(rel, os.path.relpath(target, "src"))
+            if why:
+                found[(path, target)] = why
+    for top in ("tools", "tests", "bench"):
+        if not os.path.isdir(os.path.join(root, top)):
+            continue
+        for path in sources(root, top):
+            for kind, name in includes(root, path):
+                target = resolve(root, path, kind, name)
+                if target and target.startswith(os.path.join("src", "abi") + os.sep):
+                    found[(path, target)] = "nothing outside abi/ includes abi/"
+    return found
+
+
+def main():
+    root = os.path.abspath(sys.argv[1] if len(sys.argv) > 1 else
+                           os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", ".."))
+    if not os.path.isdir(os.path.join(root, "src")):
+        print("include_graph: no src/ under %s" % root)
+        return 2
+    found = check(root)
+    new = sorted(k for k in found if k not in KNOWN_VIOLATIONS)
+    gone = sorted(k for k in KNOWN_VIOLATIONS if k not in found)
+    for f, h in new:
+        print("include_graph: NEW violation: %s includes %s (%s)" % (f, h, found[(f, h)]))
+    for f, h in gone:
+        print("include_graph: fixed, delete it from KNOWN_VIOLATIONS in tests/structure/include_graph.py: "
+              "%s -> %s" % (f, h))
+    if new or gone:
+        return 1
+    print("include_graph: ok (%d known violations left)" % len(KNOWN_VIOLATIONS))
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -63,7 +63,7 @@ constexpr OperationDesc kOperations[] = {
     {0x11, "ACKNOWLEDGE", kResp | F::kAck | F::kOnly, kAeth, kReliable},
     {0x12, "ATOMIC_ACKNOWLEDGE", kResp | F::kAck | F::kAtomic | F::kOnly, kAeth | kAtomicAckEth,
      kReliable},
-    {0x13, "COMPARE_SWAP", kReq | F::kAtomic | F::kOnly, kAtomicEth, kReliable},
+    {0x13, "COMPARE_SWAP", kReq | F::kAtomic | F::kCompare | F::kOnly, kAtomicEth, kReliable},
     {0x14, "FETCH_ADD", kReq | F::kAtomic | F::kOnly, kAtomicEth, kReliable},
     {0x16, "SEND_LAST_WITH_INVALIDATE",
      kReq | kPay | F::kSend | F::kLast | F::kInvalidate | F::kCompletes, kIeth, kReliable},
@@ -188,9 +188,40 @@ static_assert(!at(Opcode::kXrcSendOnly).valid() && at(Opcode::kXrcSendOnly).name
 static_assert(!at(static_cast<Opcode>(0x44)).valid());  // RD stays undefined
 static_assert(!at(static_cast<Opcode>(0x15)).valid());  // RC code 0x15 is not ours
 
+constexpr uint8_t prefix_of(uint8_t qp_type) {
+  for (const TransportDesc& t : kTransports)
+    if (t.qp_type == qp_type) return t.prefix;
+  return 0x40;  // RD: every code undefined
+}
+
+constexpr std::optional<Opcode> find_in(const std::array<OpcodeInfo, 256>& table, uint8_t qp_type, uint32_t shape) {
+  const uint8_t prefix = prefix_of(qp_type);
+  for (uint8_t code = 0; code < 32; ++code) {
+    const OpcodeInfo& e = table[prefix | code];
+    if (e.valid() && (e.flags & F::kShape) == shape) return static_cast<Opcode>(prefix | code);
+  }
+  return std::nullopt;
+}
+
+// Every valid opcode is the one answer to its own shape.
+constexpr bool shapes_are_unique() {
+  for (size_t code = 0; code < 256; ++code) {
+    const OpcodeInfo& e = kBuilt[code];
+    if (e.valid() && find_in(kBuilt, e.qp_types, e.flags & F::kShape) != static_cast<Opcode>(code)) return false;
+  }
+  return true;
+}
+static_assert(shapes_are_unique());
+static_assert(find_in(kBuilt, T::kUc, F::kRequest | F::kWrite | F::kLast | F::kImmediate) ==
+              Opcode::kUcRdmaWriteLastWithImmediate);
+static_assert(find_in(kBuilt, T::kRc, F::kRequest | F::kAtomic | F::kOnly) == Opcode::kRcFetchAdd);
+static_assert(!find_in(kBuilt, T::kUc, F::kRequest | F::kRead | F::kOnly));
+
 }  // namespace
 
 constinit const std::array<OpcodeInfo, 256> kOpcodeTable = kBuilt;
+
+std::optional<Opcode> find_opcode(uint8_t qp_type, uint32_t shape) { return find_in(kOpcodeTable, qp_type, shape); }
 
 const char* opcode_name(Opcode op) {
   const char* n = opcode_info(op).name;

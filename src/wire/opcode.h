@@ -19,6 +19,7 @@
 #include <array>
 #include <cstddef>
 #include <cstdint>
+#include <optional>
 
 namespace softverbs::wire {
 
@@ -134,6 +135,11 @@ struct OpFlag {
   static constexpr uint32_t kAckRequired = 1u << 14; // reliable request: must be ACKed
   static constexpr uint32_t kCompletes = 1u << 15;   // last packet of a message that
                                                      // completes a receive WQE
+  static constexpr uint32_t kCompare = 1u << 16;     // the atomic compares (COMPARE_SWAP)
+  // The bits that tell the opcodes of one transport apart: what a packet is
+  // and where it sits in its message (find_opcode's key).
+  static constexpr uint32_t kShape = kRequest | kResponse | kSend | kWrite | kRead | kAtomic | kAck | kFirst |
+                                     kMiddle | kLast | kImmediate | kInvalidate | kCompare;
 };
 
 // QP types allowed to send an opcode (its transport prefix decides it).
@@ -167,6 +173,12 @@ extern const std::array<OpcodeInfo, 256> kOpcodeTable;
 [[nodiscard]] inline const OpcodeInfo& opcode_info(Opcode op) {
   return kOpcodeTable[static_cast<uint8_t>(op)];
 }
+
+// The valid opcode of transport `qp_type` (one QpTypes bit) whose flags,
+// masked by OpFlag::kShape, are `shape` — how requesters and responders pick
+// the opcode of each packet they build; nullopt when the transport has none
+// (a UC READ, say).
+[[nodiscard]] std::optional<Opcode> find_opcode(uint8_t qp_type, uint32_t shape);
 
 // "RC_SEND_FIRST", or "UNKNOWN" for an undefined code.
 [[nodiscard]] const char* opcode_name(Opcode op);

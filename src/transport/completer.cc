@@ -1,54 +1,196 @@
 #include "transport/completer.h"
 
+#include <algorithm>
+
 #include "shm/rings.h"
 #include "transport/cq_output.h"
+#include "transport/local_sges.h"
+#include "transport/mtu.h"
 #include "transport/nak_table.h"
+#include "transport/requester.h"
 #include "transport/wr_opcode_table.h"
 #include "util/log.h"
 #include "util/time.h"
+#include "wire/psn.h"
 
 namespace softverbs::transport {
 namespace {
 
-void post_send_cqe(SendSide& s, const SendWqe& w, ibv_wc_status status) {
-  const WrOpcodeInfo* op = wr_opcode(w.opcode);
-  shm::Cqe cqe{};
-  cqe.wr_id = w.wr_id;
-  cqe.status = static_cast<uint8_t>(status);
-  cqe.opcode = static_cast<uint8_t>(op != nullptr ? op->wc_opcode : IBV_WC_SEND);
-  cqe.byte_len = static_cast<uint32_t>(w.length);
-  cqe.qp_num = s.qpn;
-  cqe.sq_index = 0;
-  post_cqe(*s.seg, s.send_cq, cqe, *s.notifier);
+using wire::Psn;
+using wire::psn_diff;
+
+
+
+bool answered_by_response(const SendWqe& w) { return reads_remote(w.opcode); }
+
+// Index of the sent WQE whose PSN range holds `psn`, or ~0.
+uint64_t wqe_of(const SendSide& s, uint32_t psn) {
+  for (uint64_t i = s.sq.done; i < s.sq.next; ++i) {
+    const SendWqe& w = s.sq.at(i);
+    const int32_t d = psn_diff(Psn(psn), Psn(w.psn));
+    if (d >= 0 && static_cast<uint32_t>(d) < w.packets) return i;
+  }
+  return ~0ull;
 }
 
-void reload_retries(SendSide& s) {
-  s.retries_left = s.retry_cnt;
-  s.rnr_left = s.rnr_retry;
+void schedule(SendSide& s, uint64_t deadline) {
+  CompleterState& c = s.completer;
+  if (c.timer_at == 0 || deadline < c.timer_at) {
+    c.timer_at = deadline;
+    s.qp.timers->arm(s, deadline);
+  }
 }
 
-// Go back to WQE `index` and send it again after `delay_ns` (IBA 9.7.5.2.8, 10.8.3.?).
-bool retry_later(SendSide& s, uint64_t index, uint64_t delay_ns) {
+
+// Sends again from WQE `index`, PSN `psn` inside it; what it had received of
+// READ responses before `psn` stays.
+void go_back(SendSide& s, uint64_t index, uint32_t psn) {
+  for (uint64_t i = index; i < s.sq.next; ++i) {
+    SendWqe& w = s.sq.at(i);
+    if (i == index && answered_by_response(w)) {
+      const int32_t d = psn_diff(Psn(psn), Psn(w.psn));
+      w.responses = static_cast<uint32_t>(std::max(0, d));
+    } else if (i != index) {
+      w.responses = 0;
+    }
+  }
   s.sq.next = index;
-  if (delay_ns == kForever) return false;  // local ACK timeout 0: wait forever
-  s.wait_until = now_ns() + (delay_ns == 0 ? 1 : delay_ns);
-  s.timers->arm(s, s.wait_until);
-  s.shared->counters.retries.fetch_add(1, std::memory_order_relaxed);
+  s.requester.resume_index = index;
+  s.requester.resume_psn = psn;
+  s.qp.shared->counters.retries.fetch_add(1, std::memory_order_relaxed);
+}
+
+// IBA C9-140: retry_cnt retries, then the WQE fails. Whether one was left.
+bool spend_retry(SendSide& s, uint64_t index) {
+  if (s.completer.retries_left == 0) {
+    s.qp.shared->counters.retry_exceeded.fetch_add(1, std::memory_order_relaxed);
+    complete_in_error(s, index, IBV_WC_RETRY_EXC_ERR);
+    return false;
+  }
+  --s.completer.retries_left;
+  return true;
+}
+
+// Completes, in order, every WQE that `psn` acknowledges (IBA 9.7.5.1.1: an
+// ACK covers every earlier request). A READ or atomic the ACK passes without
+// its response having arrived lost that response: it is asked again
+// (9.7.5.1.4, an implied NAK). Returns false when that happened.
+[[gnu::always_inline]] inline bool complete_through(SendSide& s, uint32_t psn) {
+  while (s.sq.done != s.sq.next) {
+    SendWqe& w = s.sq.at(s.sq.done);
+    if (answered_by_response(w)) {
+      if (w.responses == w.packets) {
+        complete_success(s, s.sq.done);
+        continue;
+      }
+      if (psn_diff(Psn(psn), Psn(w.psn)) >= 0) {
+        go_back(s, s.sq.done, wire::psn_add(Psn(w.psn), w.responses).value());
+        return false;
+      }
+      return true;
+    }
+    const uint32_t last = wire::psn_add(Psn(w.psn), w.packets - 1).value();
+    if (psn_diff(Psn(psn), Psn(last)) < 0) return true;
+    complete_success(s, s.sq.done);
+  }
+  return true;
+}
+
+void on_rnr_nak(SendSide& s, uint64_t index, uint32_t psn, uint8_t rnr_timer) {
+  s.qp.shared->counters.rnr_naks_received.fetch_add(1, std::memory_order_relaxed);
+  CompleterState& c = s.completer;
+  // IBA 9.7.5.2.8 / C9-153: rnr_retry 7 retries forever.
+  if (s.conn.rnr_retry != 7) {
+    if (c.rnr_left == 0) {
+      s.qp.shared->counters.rnr_retry_exceeded.fetch_add(1, std::memory_order_relaxed);
+      complete_in_error(s, index, IBV_WC_RNR_RETRY_EXC_ERR);
+      return;
+    }
+    --c.rnr_left;
+  }
+  go_back(s, index, psn);
+  // Nothing is sent before the delay is over; nothing after `index` is out.
+  c.deadline = now_ns() + std::max<uint64_t>(1, rnr_timer_ns(rnr_timer));
+  c.rnr_wait = true;
+  schedule(s, c.deadline);
+}
+
+// The ACK timer of the oldest request expired: resend from what it lacks.
+void on_ack_timeout(SendSide& s) {
+  s.completer.deadline = 0;
+  if (s.sq.done == s.sq.next) return;
+  if (!spend_retry(s, s.sq.done)) return;
+  SendWqe& w = s.sq.at(s.sq.done);
+  const uint32_t from = answered_by_response(w) ? w.responses : 0;
+  go_back(s, s.sq.done, wire::psn_add(Psn(w.psn), from).value());
+}
+
+constexpr uint64_t kStray = ~0ull;     // answers nothing outstanding: dropped
+constexpr uint64_t kWentBack = ~1ull;  // an earlier READ or atomic lost its response: asked again
+
+// The WQE `psn` answers, if it is a READ or atomic still waiting for that
+// answer, once the response has acknowledged everything before it.
+uint64_t awaiting_response(SendSide& s, uint32_t psn, bool atomic) {
+  const uint64_t index = wqe_of(s, psn);
+  if (index == ~0ull) return kStray;  // a duplicate or stray response
+  const SendWqe& w = s.sq.at(index);
+  const WrOpcodeInfo* op = wr_opcode(w.opcode);
+  if (op == nullptr) return kStray;
+  const bool is_atomic = op->kind == ReqKind::kCmpSwap || op->kind == ReqKind::kFetchAdd;
+  if (atomic ? !is_atomic : op->kind != ReqKind::kRead) return kStray;
+  // Responses come in order; one not the next expected is dropped and the
+  // request repeated when the timer or a later response shows the gap.
+  if (psn_diff(Psn(psn), Psn(w.psn)) != static_cast<int32_t>(w.responses)) return kStray;
+  // The response also acknowledges every request before it.
+  if (!complete_through(s, wire::psn_add(Psn(w.psn), -1).value())) return kWentBack;
+  return index;
+}
+
+// The WQE's local memory, for a response's data; on a bad L_Key the WQE fails.
+bool resolve_for_response(SendSide& s, uint64_t index, iovec* iov, IoList* list) {
+  const ibv_wc_status st = resolve_local_sges(s, s.sq.at(index), true, iov, list);
+  if (st == IBV_WC_SUCCESS) return true;
+  complete_in_error(s, index, st);
   return false;
+}
+
+// SQD with en_sqd_async_notify: the owner hears when the last request is
+// answered (IBA 11.3.3.3); a synchronous link is drained at once (verbs::Qp).
+void note_drained(SendSide& s) {
+  if (!s.completer.notify_drained || s.sq.done != s.sq.next) return;
+  s.completer.notify_drained = false;
+  s.qp.notifier->qp_event(s.qp.qp_slot, s.qp.self, 1ull << IBV_EVENT_SQ_DRAINED);
 }
 
 }  // namespace
 
+uint32_t reads_in_flight(const SendSide& s) {
+  uint32_t n = 0;
+  for (uint64_t i = s.sq.done; i < s.sq.next; ++i) {
+    const SendWqe& w = s.sq.at(i);
+    if (answered_by_response(w) && w.responses != w.packets) ++n;
+  }
+  return n;
+}
+
+void arm_ack_timer(SendSide& s) {
+  CompleterState& c = s.completer;
+  const uint64_t t = local_ack_timeout_ns(s.conn.timeout);
+  if (t == kForever) return;  // timeout 0: wait forever
+  c.deadline = now_ns() + t;
+  schedule(s, c.deadline);
+}
+
 void flush_send_queue(SendSide& s) {
-  s.ack_timeout = false;
   while (s.sq.done != s.sq.posted) {
     post_send_cqe(s, s.sq.at(s.sq.done), IBV_WC_WR_FLUSH_ERR);
     ++s.sq.done;
   }
   s.sq.next = s.sq.done;
-  s.wait_until = 0;
-  s.ack_deadline = 0;
-  s.resume_index = ~0ull;
+  s.completer.deadline = 0;
+  s.completer.rnr_wait = false;
+  s.completer.notify_drained = false;
+  s.requester.resume_index = ~0ull;
 }
 
 void flush_recv_queue(shm::Segment& seg, uint32_t qp_slot, Notifier& notifier) {
@@ -71,90 +213,126 @@ void flush_recv_queue(shm::Segment& seg, uint32_t qp_slot, Notifier& notifier) {
 }
 
 void complete_in_error(SendSide& s, uint64_t index, ibv_wc_status status) {
-  SV_LOG(kDebug, "QP %#x: WQE %llu fails: %s", s.qpn, static_cast<unsigned long long>(index),
-         ibv_wc_status_str(status));
-  // Everything before `index` has completed already (completions are in order).
+  SV_LOG(kDebug, "QP %#x: WQE %llu fails: ibv_wc_status %d", s.qp.qpn, static_cast<unsigned long long>(index),
+         static_cast<int>(status));
   s.sq.done = index;
   post_send_cqe(s, s.sq.at(index), status);
   ++s.sq.done;
-  s.shared->state.store(IBV_QPS_ERR, std::memory_order_release);
+  s.qp.shared->state.store(IBV_QPS_ERR, std::memory_order_release);
   flush_send_queue(s);
-  flush_recv_queue(*s.seg, s.qp_slot, *s.notifier);
+  flush_recv_queue(*s.qp.seg, s.qp.qp_slot, *s.qp.notifier);
 }
 
-bool on_ack_timeout(SendSide& s) {
-  s.ack_timeout = false;
-  // IBA C9-140: retry_cnt retries, then the WQE fails.
-  if (s.retries_left == 0) {
-    s.shared->counters.retry_exceeded.fetch_add(1, std::memory_order_relaxed);
-    complete_in_error(s, s.sq.done, IBV_WC_RETRY_EXC_ERR);
-    return false;
+
+void acknowledge(SendSide& s, uint32_t psn, const wire::Aeth& aeth) {
+  if (s.sq.done == s.sq.next) return;  // nothing in flight: a stale answer
+  // An answer older than everything outstanding repeats one already handled.
+  if (psn_diff(Psn(psn), Psn(s.sq.at(s.sq.done).psn)) < -1) return;
+  switch (aeth.type()) {
+    case wire::AethType::kAck:
+      complete_through(s, psn);
+      return restart_ack_timer(s);
+    case wire::AethType::kRnrNak:
+    case wire::AethType::kNak: {
+      // A NAK acknowledges every request before the one it names.
+      if (!complete_through(s, wire::psn_add(Psn(psn), -1).value())) return restart_ack_timer(s);
+      const uint64_t index = wqe_of(s, psn);
+      if (index == ~0ull) return;
+      if (aeth.type() == wire::AethType::kRnrNak) return on_rnr_nak(s, index, psn, aeth.rnr_timer());
+      if (aeth.nak_code() == wire::NakCode::kPsnSequenceError) {
+        // IBA 9.7.5.2.1: resend from the PSN the responder expects.
+        if (!spend_retry(s, index)) return;
+        s.qp.shared->counters.sequence_naks_received.fetch_add(1, std::memory_order_relaxed);
+        go_back(s, index, psn);
+        return restart_ack_timer(s);
+      }
+      s.qp.shared->counters.remote_errors.fetch_add(1, std::memory_order_relaxed);
+      return complete_in_error(s, index, requester_status(aeth.nak_code()));
+    }
+    case wire::AethType::kReserved:
+      return;  // IBA 9.3.5: a reserved syndrome is discarded
   }
-  --s.retries_left;
-  s.sq.next = s.sq.done;  // go back N
-  return true;
 }
 
-void complete_success(SendSide& s, uint64_t index) {
-  reload_retries(s);
+void on_read_response(SendSide& s, uint32_t psn, bool first, bool last, std::span<const uint8_t> payload) {
+  const uint64_t index = awaiting_response(s, psn, false);
+  if (index == kStray) return;
+  if (index == kWentBack) return restart_ack_timer(s);
   SendWqe& w = s.sq.at(index);
-  shm::add_single_writer(s.shared->counters.sent_messages, 1);
-  shm::add_single_writer(s.shared->counters.sent_bytes, w.length);
-  if (s.sig_all || (w.send_flags & IBV_SEND_SIGNALED)) post_send_cqe(s, w, IBV_WC_SUCCESS);
-  s.sq.done = index + 1;
+  const uint64_t mtu = s.conn.mtu;
+  const uint64_t offset = static_cast<uint64_t>(w.responses) * mtu;
+  const bool expect_last = w.responses + 1 == w.packets;
+  const uint64_t expect_len = expect_last ? w.length - offset : mtu;
+  // A response of the wrong shape is malformed: dropped, like a corrupt one.
+  if (payload.size() != expect_len || last != expect_last || (first != (w.responses == 0) && !first)) return;
+  iovec iov[shm::kMaxSge];
+  IoList list;
+  if (!resolve_for_response(s, index, iov, &list)) return;
+  IoCursor c(list, offset);
+  scatter_from(c, payload.data(), std::min<uint64_t>(payload.size(), list.bytes > offset ? list.bytes - offset : 0));
+  ++w.responses;
+  if (last) complete_through(s, wire::psn_add(Psn(w.psn), w.packets - 1).value());
+  restart_ack_timer(s);
 }
 
-bool on_result(SendSide& s, uint64_t index, const fabric::TransmitResult& r) {
-  if (r.local_status != IBV_WC_SUCCESS) {
-    complete_in_error(s, index, r.local_status);
-    return false;
+void on_read_placed(SendSide& s, uint32_t psn) {
+  const uint64_t index = awaiting_response(s, psn, false);
+  if (index == kStray) return;
+  if (index == kWentBack) return restart_ack_timer(s);
+  SendWqe& w = s.sq.at(index);
+  w.responses = w.packets;
+  complete_through(s, wire::psn_add(Psn(w.psn), w.packets - 1).value());
+  restart_ack_timer(s);
+}
+
+void on_atomic_acknowledge(SendSide& s, uint32_t psn, const wire::Aeth& aeth, uint64_t original) {
+  if (aeth.type() != wire::AethType::kAck) return acknowledge(s, psn, aeth);
+  const uint64_t index = awaiting_response(s, psn, true);
+  if (index == kStray) return;
+  if (index == kWentBack) return restart_ack_timer(s);
+  iovec iov[shm::kMaxSge];
+  IoList list;
+  if (!resolve_for_response(s, index, iov, &list)) return;
+  IoCursor c(list);
+  scatter_from(c, &original, std::min<uint64_t>(8, list.bytes));
+  s.sq.at(index).responses = 1;
+  complete_through(s, psn);
+  restart_ack_timer(s);
+}
+
+void on_response_packet(SendSide& s, const wire::PacketView& v) {
+  const uint32_t psn = v.bth().psn.value();
+  const wire::OpcodeInfo& info = v.info();
+  if (info.any(wire::OpFlag::kAck)) {
+    if (info.any(wire::OpFlag::kAtomic))
+      on_atomic_acknowledge(s, psn, v.aeth(), v.atomic_ack_eth().orig);
+    else
+      on_acknowledge(s, psn, v.aeth());
+    return note_drained(s);
   }
-  // IBA 9.8, 9.9: UC and UD have no acknowledgements: a WQE is done once its
-  // packets have left, whatever became of them.
-  if (s.qp_type != IBV_QPT_RC) {
-    complete_success(s, index);
-    return true;
+  if (!info.any(wire::OpFlag::kRead)) return;
+  // A READ response may carry a NAK in its AETH only as an ACKNOWLEDGE
+  // packet; one here with a non-ACK syndrome is discarded.
+  if (v.has(wire::Header::kAeth) && v.aeth().type() != wire::AethType::kAck) return;
+  on_read_response(s, psn, info.any(wire::OpFlag::kFirst), info.any(wire::OpFlag::kLast), v.payload());
+  note_drained(s);
+}
+
+void on_timer(SendSide& s) {
+  CompleterState& c = s.completer;
+  const uint64_t now = now_ns();
+  c.timer_at = 0;
+  if (c.deadline != 0 && now >= c.deadline) {
+    if (c.rnr_wait) {
+      c.rnr_wait = false;
+      c.deadline = 0;
+    } else {
+      on_ack_timeout(s);
+    }
+    progress(s);
   }
-  const Response& resp = r.response;
-  switch (resp.kind) {
-    case Response::Kind::kAck:
-    case Response::Kind::kDuplicate:
-      complete_success(s, index);
-      return true;
-    case Response::Kind::kRnrNak:
-      s.shared->counters.rnr_naks_received.fetch_add(1, std::memory_order_relaxed);
-      // IBA 9.7.5.2.8 / C9-153: rnr_retry 7 retries forever.
-      if (s.rnr_retry != 7) {
-        if (s.rnr_left == 0) {
-          s.shared->counters.rnr_retry_exceeded.fetch_add(1, std::memory_order_relaxed);
-          complete_in_error(s, index, IBV_WC_RNR_RETRY_EXC_ERR);
-          return false;
-        }
-        --s.rnr_left;
-      }
-      return retry_later(s, index, rnr_timer_ns(resp.rnr_timer));
-    case Response::Kind::kNak:
-      if (resp.nak == NakCode::kPsnSequenceError) {
-        if (s.retries_left == 0) {
-          s.shared->counters.retry_exceeded.fetch_add(1, std::memory_order_relaxed);
-          complete_in_error(s, index, IBV_WC_RETRY_EXC_ERR);
-          return false;
-        }
-        --s.retries_left;
-        s.sq.next = index;  // go back N, at once
-        s.shared->counters.retries.fetch_add(1, std::memory_order_relaxed);
-        return true;
-      }
-      s.shared->counters.remote_errors.fetch_add(1, std::memory_order_relaxed);
-      complete_in_error(s, index, requester_status(resp.nak));
-      return false;
-    case Response::Kind::kDrop:
-      // No answer: the local ACK timeout runs (IBA 9.7.6.1.3, C9-140); what
-      // happens when it expires is on_ack_timeout's.
-      s.ack_timeout = true;
-      return retry_later(s, index, local_ack_timeout_ns(s.timeout));
-  }
-  return false;
+  if (c.deadline != 0) schedule(s, c.deadline);  // still ahead: its call
+  note_drained(s);
 }
 
 }  // namespace softverbs::transport

@@ -13,7 +13,7 @@ namespace softverbs::transport {
 
 // IBA 10.6.3.1: L_Key, PD and access are checked at use. `iov` has room for
 // shm::kMaxSge entries. Returns the local completion status.
-inline ibv_wc_status resolve_local_sges(SendSide& s, SendWqe& w, bool writes_local, iovec* iov, IoList* out) {
+[[gnu::always_inline]] inline ibv_wc_status resolve_local_sges(const SendSide& s, SendWqe& w, bool writes_local, iovec* iov, IoList* out) {
   if (w.inline_len > 0 || (w.send_flags & IBV_SEND_INLINE)) {
     iov[0] = {w.inline_data(), w.inline_len};
     *out = {iov, 1, w.inline_len};
@@ -25,9 +25,9 @@ inline ibv_wc_status resolve_local_sges(SendSide& s, SendWqe& w, bool writes_loc
     const shm::Sge& sge = w.sge[i];
     if (sge.length == 0) continue;
     MrRef ref;
-    if (check_key(*s.seg, sge.lkey, false, s.self, s.pd_id, sge.addr, sge.length,
+    if (check_key(*s.qp.seg, sge.lkey, false, s.qp.self, s.qp.pd_id, sge.addr, sge.length,
                   writes_local ? IBV_ACCESS_LOCAL_WRITE : 0, &ref) != KeyCheck::kOk) {
-      s.notifier->port_counters().local_access_errors.fetch_add(1, std::memory_order_relaxed);
+      s.qp.notifier->port_counters().local_access_errors.fetch_add(1, std::memory_order_relaxed);
       return IBV_WC_LOC_PROT_ERR;
     }
     iov[n++] = {reinterpret_cast<void*>(ref.va), sge.length};

@@ -37,9 +37,6 @@ struct Request {
   const uint8_t* grh = nullptr;
   bool with_grh = false;
   IoList payload;           // this packet's payload bytes
-  // WRITE: the host fabric already placed the payload, after
-  // write_would_be_taken said this responder takes it (responder.h).
-  bool placed = false;
   uint32_t packets = 1;     // PSNs the message consumes (READ: its responses)
 };
 
@@ -59,9 +56,10 @@ struct Response {
   uint8_t rnr_timer = 0;
   uint32_t msn = 0;
   uint64_t original = 0;
-  // READ: where the data is, in the target's memory.
-  const void* read_mr = nullptr;  // const shm::SharedMr*
-  uint64_t read_va = 0;
+  // READ: where the data is, in the target's memory; a WRITE ONLY: where
+  // its data landed (the host fabric's landing hint).
+  const void* data_mr = nullptr;  // const shm::SharedMr*
+  uint64_t data_va = 0;
 };
 
 }  // namespace softverbs::transport

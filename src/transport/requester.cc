@@ -1,76 +1,98 @@
 #include "transport/requester.h"
-#include "transport/mtu.h"
 
-#include "fabric/fabric.h"
+#include <algorithm>
+
 #include "transport/completer.h"
-#include "transport/packet_completer.h"
+#include "transport/link.h"
+#include "transport/local_sges.h"
+#include "transport/mtu.h"
 #include "transport/wr_opcode_table.h"
-#include "util/time.h"
 #include "wire/psn.h"
 
 namespace softverbs::transport {
 namespace {
 
-
-
 // PSNs a message consumes: one per MTU-sized packet, at least one (IBA 9.7.1).
-uint32_t packets_of(const SendWqe& w, uint8_t path_mtu) {
-  const WrOpcodeInfo* op = wr_opcode(w.opcode);
-  if (op == nullptr || op->kind == ReqKind::kCmpSwap || op->kind == ReqKind::kFetchAdd) return 1;
-  const uint64_t mtu = mtu_bytes(path_mtu);
-  const uint64_t n = (w.length + mtu - 1) / mtu;
-  return n == 0 ? 1 : static_cast<uint32_t>(n);
+uint32_t packets_of(const SendWqe& w, const WrOpcodeInfo& op, uint32_t mtu) {
+  static_assert(ReqKind::kFetchAdd > ReqKind::kCmpSwap && ReqKind::kCmpSwap > ReqKind::kRead);
+  if (op.kind >= ReqKind::kCmpSwap) return 1;  // an atomic
+  return message_packets(w.length, mtu);
+}
+
+// IBA 10.8.3.3: a fenced WR waits until earlier READs and atomics are done.
+bool fenced(const SendSide& s, const SendWqe& w) {
+  if ((w.send_flags & IBV_SEND_FENCE) == 0) return false;
+  for (uint64_t i = s.sq.done; i < s.sq.next; ++i)
+    if (wr_opcode(s.sq.at(i).opcode)->reads_remote) return true;
+  return false;
+}
+
+// Local checks, then the link. A local error is found before anything leaves.
+[[gnu::always_inline]] inline ibv_wc_status send_one(SendSide& s, SendWqe& w, const WrOpcodeInfo& op, uint32_t from_psn) {
+  if (s.qp.qp_type == IBV_QPT_UD) {
+    if (w.ah == nullptr) return IBV_WC_LOC_QP_OP_ERR;
+    if (w.length > s.qp.ud_mtu) return IBV_WC_LOC_LEN_ERR;  // IBA 11.4.1.1: one packet
+  }
+  iovec iov[shm::kMaxSge];
+  IoList local;
+  const bool writes_local = op.kind != ReqKind::kSend && op.kind != ReqKind::kWrite;
+  if (w.placed != 0) {
+    local.bytes = w.length;  // carried out at post (Link::place_at_post), its L_Key checked
+  } else {
+    const ibv_wc_status st = resolve_local_sges(s, w, writes_local, iov, &local);
+    if (st != IBV_WC_SUCCESS) return st;
+  }
+  if (writes_local && op.kind != ReqKind::kRead && local.bytes < 8) return IBV_WC_LOC_LEN_ERR;  // an atomic's result
+  return s.conn.link->transmit(s, w, local, from_psn);
 }
 
 }  // namespace
 
 void progress(SendSide& s) {
   while (s.sq.next != s.sq.posted) {
-    const uint8_t state = s.shared->state.load(std::memory_order_acquire);
+    const uint8_t state = s.qp.shared->state.load(std::memory_order_acquire);
     if (state == IBV_QPS_ERR) {
       flush_send_queue(s);
       return;
     }
     // IBA 10.3.1: only RTS sends; SQD finishes nothing new; SQE waits for recovery.
-    if (state != IBV_QPS_RTS || s.wait_until != 0 || s.fabric == nullptr) return;
+    if (state != IBV_QPS_RTS || s.completer.rnr_wait || s.conn.link == nullptr) break;
     SendWqe& w = s.sq.at(s.sq.next);
-    // IBA 10.8.3.3: a fenced WR waits until earlier READs and atomics are done.
-    if ((w.send_flags & IBV_SEND_FENCE) && s.sq.done != s.sq.next) {
-      bool earlier_reads = false;
-      for (uint64_t i = s.sq.done; i < s.sq.next; ++i) {
-        const WrOpcodeInfo* op = wr_opcode(s.sq.at(i).opcode);
-        earlier_reads |= op != nullptr && op->reads_remote;
-      }
-      if (earlier_reads) return;
+    const WrOpcodeInfo& op = *wr_opcode(w.opcode);  // checked at post
+    // With nothing outstanding every limit allows the next request.
+    if (s.sq.done != s.sq.next) {
+      if (fenced(s, w)) break;
+      // IBA 9.7.4.1.4 (C9-…): at most max_rd_atomic READs and atomics outstanding.
+      if (op.reads_remote && reads_in_flight(s) >= std::max<uint32_t>(1, s.conn.max_rd_atomic)) break;
+      if (!s.conn.link->can_transmit(s, w)) break;
     }
-    if (!s.fabric->can_transmit(s, w)) return;
     if (w.packets == 0) {
-      w.packets = packets_of(w, s.path_mtu);
-      w.psn = s.sq_psn;
-      s.sq_psn = wire::psn_add(wire::Psn(s.sq_psn), w.packets).value();
+      w.packets = packets_of(w, op, s.conn.mtu);
+      w.psn = s.requester.next_psn;
+      s.requester.next_psn = wire::psn_add(wire::Psn(w.psn), w.packets).value();
     }
     const uint64_t index = s.sq.next++;
-    std::optional<fabric::TransmitResult> r = s.fabric->transmit(s, w);
-    if (r && !on_result(s, index, *r)) return;
+    uint32_t from_psn = w.psn;
+    if (s.requester.resume_index == index) {
+      from_psn = s.requester.resume_psn;
+      s.requester.resume_index = ~0ull;
+    }
+    const ibv_wc_status st = send_one(s, w, op, from_psn);
+    if (st != IBV_WC_SUCCESS) {
+      // Completions stay in order: earlier requests are answered first, and
+      // the WQE fails when it is the oldest (the retry fails the same way).
+      if (s.sq.done != index) {
+        s.sq.next = index;
+        break;
+      }
+      complete_in_error(s, index, st);
+      return;
+    }
+    // IBA 9.8, 9.9: UC and UD have no acknowledgements: a WQE is done once
+    // its packets have left, whatever became of them.
+    if (s.qp.qp_type != IBV_QPT_RC && s.sq.done == index) complete_success(s, index);
   }
-}
-
-void on_timer(SendSide& s) {
-  const uint64_t now = now_ns();
-  s.timer_at = 0;
-  if (s.ack_deadline != 0 && now >= s.ack_deadline) on_packet_timeout(s);
-  if (s.wait_until != 0 && now >= s.wait_until) {
-    s.wait_until = 0;
-    if (s.ack_timeout && !on_ack_timeout(s)) return;
-    progress(s);
-  }
-  // Deadlines still ahead get their call.
-  const uint64_t next = s.ack_deadline != 0 && (s.wait_until == 0 || s.ack_deadline < s.wait_until) ? s.ack_deadline
-                                                                                                   : s.wait_until;
-  if (next != 0 && (s.timer_at == 0 || next < s.timer_at)) {
-    s.timer_at = next;
-    s.timers->arm(s, next);
-  }
+  start_ack_timer(s);
 }
 
 }  // namespace softverbs::transport

@@ -256,7 +256,7 @@ Response Responder::on_write() {
   MrRef ref;
   if (req_.first) {
     // IBA 9.7.4.1.5 / C9-88: the R_Key of a zero-length WRITE is not checked.
-    if (req_.dma_length != 0 && !req_.placed &&
+    if (req_.dma_length != 0 &&
         check_rkey(req_.dma_length, IBV_ACCESS_REMOTE_WRITE, &ref) != KeyCheck::kOk)
       return fail(RespError::kRkey);
     st_.write_va = req_.va;
@@ -265,13 +265,16 @@ Response Responder::on_write() {
   }
   const uint64_t n = req_.payload.bytes;
   if (n > st_.write_remaining || (req_.last && n != st_.write_remaining)) return fail(RespError::kLengthMismatch);
-  if (n > 0 && !req_.placed) {
+  Response r = ack();
+  if (n > 0) {
     // The first packet's check covered the whole WRITE; later ones are checked
     // again, so a region deregistered mid-message stops taking data.
     if (!req_.first && check_key(seg_, st_.write_rkey, true, qp_.owner, qp_.pd_id, st_.write_va, n,
                                  IBV_ACCESS_REMOTE_WRITE, &ref) != KeyCheck::kOk)
       return fail(RespError::kRkey);
     if (!mem_.write(*ref.mr, ref.va, req_.payload, 0, n).is_ok()) return fail(RespError::kTargetMemory);
+    r.data_mr = ref.mr;
+    r.data_va = ref.va;
   }
   st_.write_va += n;
   st_.write_remaining -= static_cast<uint32_t>(n);
@@ -287,7 +290,8 @@ Response Responder::on_write() {
       st_.msn = (st_.msn + 1) & kPsnMask;
     }
   }
-  return ack();
+  r.msn = st_.msn;
+  return r;
 }
 
 Response Responder::on_read() {
@@ -296,8 +300,8 @@ Response Responder::on_read() {
   if (req_.dma_length != 0) {
     MrRef ref;
     if (check_rkey(req_.dma_length, IBV_ACCESS_REMOTE_READ, &ref) != KeyCheck::kOk) return fail(RespError::kRkey);
-    r.read_mr = ref.mr;
-    r.read_va = ref.va;
+    r.data_mr = ref.mr;
+    r.data_va = ref.va;
   }
   advance(req_.packets);
   st_.msn = (st_.msn + 1) & kPsnMask;
@@ -340,8 +344,8 @@ Response Responder::on_duplicate() {
       r.kind = Response::Kind::kDrop;
       return r;
     }
-    r.read_mr = ref.mr;
-    r.read_va = ref.va;
+    r.data_mr = ref.mr;
+    r.data_va = ref.va;
   } else if (req_.kind == ReqKind::kCmpSwap || req_.kind == ReqKind::kFetchAdd) {
     r.kind = Response::Kind::kDrop;  // C9-… : unknown PSN: drop, let the requester time out
     for (const shm::AtomicReplay& a : st_.atomics)
@@ -411,17 +415,6 @@ Response Responder::run() {
 }
 
 }  // namespace
-
-// The happy path of run() and on_write() for an ONLY packet, as one predicate:
-// any other answer (a NAK, an RNR, a duplicate) is left to the request itself.
-bool write_would_be_taken(const shm::Segment& seg, uint32_t slot, const Request& req, MrRef* out) {
-  const shm::SharedQp& qp = seg.qp(slot);
-  if (!connected_qp(qp.qp_type) || !can_receive(qp, req.dest_qpn) || req.src_qpn != qp.dest_qpn) return false;
-  if (qp.qp_type == IBV_QPT_RC && req.psn != qp.resp.epsn) return false;
-  if (qp.resp.in_message != 0 || !grants(qp, IBV_ACCESS_REMOTE_WRITE)) return false;
-  return check_key(seg, req.rkey, true, qp.owner, qp.pd_id, req.va, req.dma_length, IBV_ACCESS_REMOTE_WRITE, out) ==
-         KeyCheck::kOk;
-}
 
 Response respond(shm::Segment& seg, uint32_t qp_slot, const Request& req, TargetMemory& mem, Notifier& notifier) {
   return Responder(seg, qp_slot, req, mem, notifier).run();

@@ -20,13 +20,6 @@ namespace softverbs::transport {
 // REQUIRES: the caller is the only one running the responder of this QP.
 Response respond(shm::Segment& seg, uint32_t qp_slot, const Request& req, TargetMemory& mem, Notifier& notifier);
 
-// Whether QP `slot`'s responder, as it stands, takes `req`, an RDMA WRITE
-// ONLY of dma_length > 0 bytes, and where the bytes go. The host fabric asks
-// so that it can place a lone WRITE before the requester's bookkeeping (a
-// peer polling the buffer waits for the data, not for the bookkeeping); the
-// request, marked `placed`, then runs the responder as usual, minus the copy.
-bool write_would_be_taken(const shm::Segment& seg, uint32_t slot, const Request& req, MrRef* out);
-
 // QP slot of a QPN, or -1 when no live QP has that number. Inline: every
 // transmit and every polled receive asks.
 inline int qp_slot_of(const shm::Segment& seg, uint32_t qpn) {

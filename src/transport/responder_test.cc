@@ -164,60 +164,18 @@ TEST_F(ResponderTest, WriteChecksKeyAccessAndRange) {
   EXPECT_TRUE(notifier_.qp_events[0].second & (1ull << IBV_EVENT_QP_ACCESS_ERR));
 }
 
-// The host fabric places a lone WRITE only where run() would take it.
-TEST_F(ResponderTest, WriteWouldBeTakenExactlyWhereTheResponderTakesIt) {
+// A WRITE's answer names where its data landed (the host fabric's hint for
+// the next WRITE with that R_Key).
+TEST_F(ResponderTest, WriteAnswerNamesWhereItsDataLanded) {
   Request r = base(ReqKind::kWrite, 100);
   r.va = va(8);
   r.rkey = rkey();
-  r.dma_length = 8;
-  MrRef where;
-  ASSERT_TRUE(write_would_be_taken(*seg_, kQpSlot, r, &where));
-  EXPECT_EQ(where.va, va(8));
-
-  Request other = r;
-  other.psn = 101;  // ahead: a sequence NAK
-  EXPECT_FALSE(write_would_be_taken(*seg_, kQpSlot, other, &where));
-  other = r;
-  other.psn = 99;  // a duplicate
-  EXPECT_FALSE(write_would_be_taken(*seg_, kQpSlot, other, &where));
-  other = r;
-  other.src_qpn = kPeerQpn + 1;  // not the connected peer
-  EXPECT_FALSE(write_would_be_taken(*seg_, kQpSlot, other, &where));
-  other = r;
-  other.va = va(4090);  // runs past the region
-  EXPECT_FALSE(write_would_be_taken(*seg_, kQpSlot, other, &where));
-  other = r;
-  other.rkey = lkey();
-  EXPECT_FALSE(write_would_be_taken(*seg_, kQpSlot, other, &where));
-
-  shm::SharedQp& qp = seg_->qp(kQpSlot);
-  qp.resp.in_message = 1;  // a multi-packet message is in progress
-  EXPECT_FALSE(write_would_be_taken(*seg_, kQpSlot, r, &where));
-  qp.resp.in_message = 0;
-  qp.access_flags.store(IBV_ACCESS_REMOTE_READ);
-  EXPECT_FALSE(write_would_be_taken(*seg_, kQpSlot, r, &where));
-  qp.access_flags.store(IBV_ACCESS_REMOTE_WRITE);
-  qp.state.store(IBV_QPS_ERR);
-  EXPECT_FALSE(write_would_be_taken(*seg_, kQpSlot, r, &where));
-  qp.state.store(IBV_QPS_RTS);
-  EXPECT_TRUE(write_would_be_taken(*seg_, kQpSlot, r, &where));
-  EXPECT_EQ(qp.resp.epsn, 100u);  // asking changes nothing
-}
-
-// A placed WRITE is acknowledged and sequenced like any other, and its
-// payload is never read again.
-TEST_F(ResponderTest, PlacedWriteIsSequencedWithoutACopy) {
-  Request r = base(ReqKind::kWrite, 100);
-  r.va = va(0);
-  r.rkey = rkey();
   r.dma_length = 4;
-  r.payload = {nullptr, 0, 4};
-  r.placed = true;
-  const Response resp = respond(*seg_, kQpSlot, r, local_, notifier_);
-  EXPECT_EQ(resp.kind, Response::Kind::kAck);
+  const Response resp = send(r, "abcd");
+  ASSERT_EQ(resp.kind, Response::Kind::kAck);
   EXPECT_EQ(resp.msn, 1u);
-  EXPECT_EQ(seg_->qp(kQpSlot).resp.epsn, 101u);
-  EXPECT_EQ(mem_[0], 0);
+  EXPECT_EQ(resp.data_va, va(8));
+  EXPECT_EQ(std::memcmp(mem_.data() + 8, "abcd", 4), 0);
   EXPECT_EQ(send(base(ReqKind::kWrite, 100), "").kind, Response::Kind::kDuplicate);
 }
 
@@ -285,7 +243,7 @@ TEST_F(ResponderTest, ReadGrantsTheRange) {
   r.packets = 3;
   Response resp = respond(*seg_, kQpSlot, r, local_, notifier_);
   EXPECT_EQ(resp.kind, Response::Kind::kAck);
-  EXPECT_EQ(resp.read_va, va(64));
+  EXPECT_EQ(resp.data_va, va(64));
   EXPECT_EQ(seg_->qp(kQpSlot).resp.epsn, 103u);  // one PSN per response packet
 }
 

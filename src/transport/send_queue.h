@@ -34,7 +34,7 @@ struct SendWqe {
   uint32_t psn;          // first PSN, assigned when first sent
   uint32_t packets;      // PSNs it consumes
   uint32_t responses;    // packet fabrics: READ response packets / atomic ACKs received so far
-  uint32_t placed;       // nonzero: the fabric placed the payload at post (Fabric::place_at_post's token)
+  uint32_t placed;       // nonzero: carried out at post (Link::place_at_post's token)
   shm::Sge sge[];        // num_sge entries, or inline_len bytes
   uint8_t* inline_data() { return reinterpret_cast<uint8_t*>(sge); }
 };

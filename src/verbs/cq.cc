@@ -156,7 +156,7 @@ bool Cq::pop(shm::Cqe* out) {
 }
 
 bool Cq::received_now() {
-  fabric::Fabric* f = receive_fabric_.load(std::memory_order_acquire);
+  transport::Link* f = receive_fabric_.load(std::memory_order_acquire);
   return f != nullptr && f->receive_now();
 }
 

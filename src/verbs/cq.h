@@ -14,7 +14,7 @@
 #include <atomic>
 #include <cstdint>
 
-#include "fabric/fabric.h"
+#include "transport/link.h"
 #include "shm/objects.h"
 #include "util/spin_mutex.h"
 #include "util/status.h"
@@ -59,9 +59,9 @@ class Cq {
   const shm::Cqe& current() const { return current_; }
 
   // A QP of this CQ goes to RTR on `f`: from now on a poll that finds the CQ
-  // empty lets a packet fabric receive (fabric::Fabric::receive_now). Kept
+  // empty lets a packet fabric receive (transport::Link::receive_now). Kept
   // for the CQ's life: a QP that leaves costs at most a few empty receives.
-  void receive_through(fabric::Fabric* f) {
+  void receive_through(transport::Link* f) {
     if (receive_fabric_.load(std::memory_order_relaxed) != f) receive_fabric_.store(f, std::memory_order_release);
   }
 
@@ -88,7 +88,7 @@ class Cq {
   std::atomic<uint32_t> events_reported_{0};
   std::atomic<uint32_t> overrun_reported_{0};
   shm::Cqe current_{};
-  std::atomic<fabric::Fabric*> receive_fabric_{nullptr};
+  std::atomic<transport::Link*> receive_fabric_{nullptr};
 };
 
 void to_wc(const shm::Cqe& cqe, ibv_wc* wc);

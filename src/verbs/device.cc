@@ -9,6 +9,7 @@
 #include "fabric/host/bounce_server.h"
 #include "fabric/host/peer_memory.h"
 #include "shm/process_registry.h"
+#include "transport/completer.h"
 #include "transport/requester.h"
 #include "util/futex.h"
 #include "util/log.h"
@@ -141,7 +142,7 @@ void Device::remove_srq(uint32_t slot) {
 bool Device::with_send_side(uint32_t qp_slot, uint32_t qpn, void (*fn)(transport::SendSide&, void*), void* arg) {
   std::lock_guard lock(registry_mu_);
   Qp* qp = qp_slot < shm::kMaxQpSlots ? qps_[qp_slot] : nullptr;
-  if (qp == nullptr || qp->side().qpn != qpn) return false;
+  if (qp == nullptr || qp->side().qp.qpn != qpn) return false;
   std::lock_guard side_lock(qp->side().lock);
   fn(qp->side(), arg);
   return true;
@@ -173,7 +174,7 @@ void Device::arm(transport::SendSide& side, uint64_t deadline_ns) {
   {
     std::lock_guard lock(timers_mu_);
     earliest = timers_.empty() || deadline_ns < timers_.begin()->first;
-    timers_.emplace(deadline_ns, Timer{side.qp_slot, &side});
+    timers_.emplace(deadline_ns, Timer{side.qp.qp_slot, &side});
   }
   if (earliest) ring(self_);
 }

@@ -10,6 +10,7 @@
 #include "shm/process_registry.h"
 #include "shm/rings.h"
 #include "transport/completer.h"
+#include "transport/mtu.h"
 #include "transport/requester.h"
 #include "transport/wr_opcode_table.h"
 #include "util/log.h"
@@ -137,19 +138,21 @@ Result<Qp*> Qp::create(Context* ctx, ibv_qp_init_attr_ex* a) {
   s.slot_state.store(static_cast<uint32_t>(shm::SlotState::kLive), std::memory_order_release);
 
   transport::SendSide& side = qp->side_;
-  side.seg = &seg;
-  side.shared = &s;
-  side.qp_slot = qp->slot_;
-  side.qpn = s.qpn;
-  side.qp_type = s.qp_type;
-  side.pd_id = s.pd_id;
-  side.send_cq = s.send_cq;
-  side.sig_all = s.sq_sig_all;
-  side.max_sge = max_send_sge;
-  side.max_inline = max_inline;
-  side.notifier = &dev;
-  side.timers = &dev;
-  side.self = dev.self();
+  transport::QpConsts& c = side.qp;
+  c.seg = &seg;
+  c.shared = &s;
+  c.qp_slot = qp->slot_;
+  c.qpn = s.qpn;
+  c.qp_type = s.qp_type;
+  c.pd_id = s.pd_id;
+  c.send_cq = s.send_cq;
+  c.sig_all = s.sq_sig_all;
+  c.max_sge = max_send_sge;
+  c.max_inline = max_inline;
+  c.ud_mtu = transport::mtu_bytes(static_cast<uint8_t>(port_config().mtu));
+  c.notifier = &dev;
+  c.timers = &dev;
+  c.self = dev.self();
 
   ibv_qp& q = qp->ex_.qp_base;
   q.context = ctx->ibv();
@@ -177,10 +180,6 @@ Result<Qp*> Qp::create(Context* ctx, ibv_qp_init_attr_ex* a) {
   qp->init_.cap = cap;
   qp->init_.qp_type = a->qp_type;
   qp->init_.sq_sig_all = a->sq_sig_all;
-  qp->attr_.qp_state = IBV_QPS_RESET;
-  qp->attr_.path_mtu = IBV_MTU_4096;
-  qp->attr_.port_num = 1;
-  qp->attr_.cap = cap;
 
   qp->send_cq_->users().fetch_add(1);
   qp->recv_cq_->users().fetch_add(1);
@@ -226,7 +225,7 @@ Status Qp::validate_attrs(const ibv_qp_attr& a, int mask, ibv_qp_state cur, ibv_
 // this host's device through shared memory, other hosts over RoCEv2. A UD QP
 // has no address of its own: on RoCE the UDP fabric takes its WRs and hands
 // those for this host to the host fabric.
-Result<fabric::Fabric*> Qp::choose_fabric(const ibv_ah_attr& ah) {
+Result<transport::Link*> Qp::choose_fabric(const ibv_ah_attr& ah) {
   const PortConfig& config = port_config();
   const bool ud = shared_->qp_type == IBV_QPT_UD;
   if (!config.roce || (!ud && local_gid_index(ah.grh.dgid.raw) >= 0)) return &fabric::host::host_fabric();
@@ -235,66 +234,63 @@ Result<fabric::Fabric*> Qp::choose_fabric(const ibv_ah_attr& ah) {
   return &udp;
 }
 
-void Qp::apply(const ibv_qp_attr& a, int mask, ibv_qp_state next, fabric::Fabric* rtr_fabric) {
+// Each attribute has one home: what the responder reads (possibly in a peer
+// process) in the shared QP, what the requester and completer read in the
+// send side's Connection — path_mtu and dest_qpn in both, as both sides use
+// them — and query_qp reads them back from there.
+void Qp::apply(const ibv_qp_attr& a, int mask, ibv_qp_state next, transport::Link* rtr_link) {
   std::lock_guard lock(side_.lock);
   shm::SharedQp& s = *shared_;
+  transport::Connection& conn = side_.conn;
   if (next == IBV_QPS_RESET) {
     // IBA 10.3.1: Reset discards every WQE and all transport state.
     side_.sq.posted = side_.sq.next = side_.sq.done = 0;
-    side_.wait_until = 0;
-    side_.ack_timeout = false;
-    side_.fabric = nullptr;
+    side_.completer = transport::CompleterState{};
+    side_.requester = transport::RequesterState{};
+    conn = transport::Connection{};
     // Discard by moving head up to tail: indices stay monotonic, so an entry
     // posted before the reset can never match a later index's seq.
     const uint64_t rq_tail = s.rq.tail.load();
     s.rq.head.store(rq_tail);
     s.rq.head_seen.store(rq_tail);
     std::memset(static_cast<void*>(&s.resp), 0, sizeof s.resp);
-    const ibv_qp_cap cap = attr_.cap;
-    attr_ = ibv_qp_attr{};
-    attr_.cap = cap;
-    attr_.path_mtu = IBV_MTU_4096;
-    attr_.port_num = 1;
+    s.access_flags.store(0, std::memory_order_relaxed);
+    s.qkey = s.pkey_index = s.dlid = s.dest_qpn = 0;
+    s.path_mtu = IBV_MTU_4096;
+    s.port_num = 1;
+    s.max_dest_rd_atomic = 0;
+    s.min_rnr_timer.store(0, std::memory_order_relaxed);
+    en_sqd_async_notify_ = false;
   }
-  if (mask & IBV_QP_PKEY_INDEX) attr_.pkey_index = a.pkey_index, s.pkey_index = a.pkey_index;
-  if (mask & IBV_QP_PORT) attr_.port_num = a.port_num, s.port_num = a.port_num;
-  if (mask & IBV_QP_ACCESS_FLAGS) {
-    attr_.qp_access_flags = a.qp_access_flags;
-    s.access_flags.store(a.qp_access_flags, std::memory_order_relaxed);
-  }
-  if (mask & IBV_QP_QKEY) attr_.qkey = a.qkey, s.qkey = a.qkey;
+  if (mask & IBV_QP_PKEY_INDEX) s.pkey_index = a.pkey_index;
+  if (mask & IBV_QP_PORT) s.port_num = a.port_num;
+  if (mask & IBV_QP_ACCESS_FLAGS) s.access_flags.store(a.qp_access_flags, std::memory_order_relaxed);
+  if (mask & IBV_QP_QKEY) s.qkey = a.qkey;
   if (mask & IBV_QP_AV) {
-    attr_.ah_attr = a.ah_attr;
-    side_.ah = a.ah_attr;
+    conn.ah = a.ah_attr;
     s.dlid = a.ah_attr.dlid;
   }
-  if (mask & IBV_QP_PATH_MTU) attr_.path_mtu = a.path_mtu, side_.path_mtu = a.path_mtu, s.path_mtu = a.path_mtu;
-  if (mask & IBV_QP_DEST_QPN) attr_.dest_qp_num = a.dest_qp_num, side_.dest_qpn = a.dest_qp_num,
-                              s.dest_qpn = a.dest_qp_num;
-  if (mask & IBV_QP_RQ_PSN) attr_.rq_psn = a.rq_psn, s.resp.epsn = a.rq_psn;
-  if (mask & IBV_QP_MAX_DEST_RD_ATOMIC) attr_.max_dest_rd_atomic = a.max_dest_rd_atomic,
-                                        s.max_dest_rd_atomic = a.max_dest_rd_atomic;
-  if (mask & IBV_QP_MIN_RNR_TIMER) {
-    attr_.min_rnr_timer = a.min_rnr_timer;
-    s.min_rnr_timer.store(a.min_rnr_timer, std::memory_order_relaxed);
-  }
-  if (mask & IBV_QP_SQ_PSN) attr_.sq_psn = a.sq_psn, side_.sq_psn = a.sq_psn;
-  if (mask & IBV_QP_TIMEOUT) attr_.timeout = a.timeout, side_.timeout = a.timeout;
-  if (mask & IBV_QP_RETRY_CNT) attr_.retry_cnt = a.retry_cnt, side_.retry_cnt = a.retry_cnt;
-  if (mask & IBV_QP_RNR_RETRY) attr_.rnr_retry = a.rnr_retry, side_.rnr_retry = a.rnr_retry;
-  if (mask & IBV_QP_MAX_QP_RD_ATOMIC) attr_.max_rd_atomic = a.max_rd_atomic, side_.max_rd_atomic = a.max_rd_atomic;
-  if (mask & IBV_QP_EN_SQD_ASYNC_NOTIFY) attr_.en_sqd_async_notify = a.en_sqd_async_notify;
-  if (rtr_fabric != nullptr) {
-    side_.fabric = rtr_fabric;
-    send_cq_->receive_through(rtr_fabric);
-    recv_cq_->receive_through(rtr_fabric);
+  if (mask & IBV_QP_PATH_MTU) conn.path_mtu = s.path_mtu = a.path_mtu;
+  conn.mtu = s.qp_type == IBV_QPT_UD ? side_.qp.ud_mtu : transport::mtu_bytes(conn.path_mtu);
+  if (mask & IBV_QP_DEST_QPN) conn.dest_qpn = s.dest_qpn = a.dest_qp_num;
+  if (mask & IBV_QP_RQ_PSN) s.resp.epsn = a.rq_psn;
+  if (mask & IBV_QP_MAX_DEST_RD_ATOMIC) s.max_dest_rd_atomic = a.max_dest_rd_atomic;
+  if (mask & IBV_QP_MIN_RNR_TIMER) s.min_rnr_timer.store(a.min_rnr_timer, std::memory_order_relaxed);
+  if (mask & IBV_QP_SQ_PSN) side_.requester.next_psn = a.sq_psn;
+  if (mask & IBV_QP_TIMEOUT) conn.timeout = a.timeout;
+  if (mask & IBV_QP_RETRY_CNT) conn.retry_cnt = a.retry_cnt;
+  if (mask & IBV_QP_RNR_RETRY) conn.rnr_retry = a.rnr_retry;
+  if (mask & IBV_QP_MAX_QP_RD_ATOMIC) conn.max_rd_atomic = a.max_rd_atomic;
+  if (mask & IBV_QP_EN_SQD_ASYNC_NOTIFY) en_sqd_async_notify_ = a.en_sqd_async_notify != 0;
+  if (rtr_link != nullptr) {
+    conn.link = rtr_link;
+    send_cq_->receive_through(rtr_link);
+    recv_cq_->receive_through(rtr_link);
   }
   if (next == IBV_QPS_RTS) {
-    side_.retries_left = side_.retry_cnt;
-    side_.rnr_left = side_.rnr_retry;
+    side_.completer.retries_left = conn.retry_cnt;
+    side_.completer.rnr_left = conn.rnr_retry;
   }
-  attr_.qp_state = next;
-  attr_.cur_qp_state = next;
   s.state.store(static_cast<uint8_t>(next), std::memory_order_release);
   ex_.qp_base.state = next;
   if (next == IBV_QPS_ERR) enter_error_locked();
@@ -319,17 +315,29 @@ Status Qp::modify(const ibv_qp_attr& a, int mask) {
     next = static_cast<ibv_qp_state>(requested);
   }
   SV_RETURN_IF_ERROR(validate_attrs(a, mask, cur, next));
-  fabric::Fabric* rtr_fabric = nullptr;
+  transport::Link* rtr_link = nullptr;
   if (next == IBV_QPS_RTR && cur != IBV_QPS_RTR) {
-    Result<fabric::Fabric*> f = choose_fabric((mask & IBV_QP_AV) ? a.ah_attr : attr_.ah_attr);
+    ibv_ah_attr ah;
+    {
+      std::lock_guard sl(side_.lock);
+      ah = (mask & IBV_QP_AV) ? a.ah_attr : side_.conn.ah;
+    }
+    Result<transport::Link*> f = choose_fabric(ah);
     if (!f.is_ok()) return f.status();
-    rtr_fabric = f.value();
+    rtr_link = f.value();
   }
-  apply(a, mask, next, rtr_fabric);
-  if (next == IBV_QPS_SQD && cur == IBV_QPS_RTS && (mask & IBV_QP_EN_SQD_ASYNC_NOTIFY) && a.en_sqd_async_notify) {
-    // The host fabric has nothing in flight once post_send returns: drained now.
-    events_reported_.fetch_add(1);
-    ctx_->raise_async(IBV_EVENT_SQ_DRAINED, AsyncObject::kQp, this);
+  apply(a, mask, next, rtr_link);
+  if (next == IBV_QPS_SQD && cur == IBV_QPS_RTS && en_sqd_async_notify_) {
+    // IBA 11.3.3.3: SQ_DRAINED once every request sent is answered — now if
+    // nothing is outstanding (always, on the synchronous host link), else
+    // when the completer retires the last one.
+    std::lock_guard sl(side_.lock);
+    if (side_.sq.done == side_.sq.next) {
+      events_reported_.fetch_add(1);
+      ctx_->raise_async(IBV_EVENT_SQ_DRAINED, AsyncObject::kQp, this);
+    } else {
+      side_.completer.notify_drained = true;
+    }
   }
   return Status::ok();
 }
@@ -337,15 +345,32 @@ Status Qp::modify(const ibv_qp_attr& a, int mask) {
 Status Qp::query(ibv_qp_attr* attr, int, ibv_qp_init_attr* init) {
   if (attr == nullptr || init == nullptr) return Status::error(EINVAL);
   std::lock_guard lock(modify_mu_);
-  *attr = attr_;
-  attr->qp_state = static_cast<ibv_qp_state>(shared_->state.load(std::memory_order_acquire));
+  const shm::SharedQp& s = *shared_;
+  *attr = ibv_qp_attr{};
+  attr->qp_state = static_cast<ibv_qp_state>(s.state.load(std::memory_order_acquire));
   attr->cur_qp_state = attr->qp_state;
+  attr->cap = init_.cap;
+  attr->pkey_index = s.pkey_index;
+  attr->port_num = s.port_num;
+  attr->qp_access_flags = s.access_flags.load(std::memory_order_relaxed);
+  attr->qkey = s.qkey;
+  attr->rq_psn = s.resp.epsn;
+  attr->max_dest_rd_atomic = s.max_dest_rd_atomic;
+  attr->min_rnr_timer = s.min_rnr_timer.load(std::memory_order_relaxed);
+  attr->en_sqd_async_notify = en_sqd_async_notify_;
   {
     std::lock_guard sl(side_.lock);
-    attr->sq_psn = side_.sq_psn;
-    attr->sq_draining = 0;
+    const transport::Connection& conn = side_.conn;
+    attr->ah_attr = conn.ah;
+    attr->path_mtu = static_cast<ibv_mtu>(conn.path_mtu);
+    attr->dest_qp_num = conn.dest_qpn;
+    attr->timeout = conn.timeout;
+    attr->retry_cnt = conn.retry_cnt;
+    attr->rnr_retry = conn.rnr_retry;
+    attr->max_rd_atomic = conn.max_rd_atomic;
+    attr->sq_psn = side_.requester.next_psn;
+    attr->sq_draining = attr->qp_state == IBV_QPS_SQD && side_.sq.done != side_.sq.next;
   }
-  attr->rq_psn = shared_->resp.epsn;
   *init = init_;
   return Status::ok();
 }
@@ -354,8 +379,8 @@ Status Qp::query(ibv_qp_attr* attr, int, ibv_qp_init_attr* init) {
   const auto raw_opcode = util::raw_enum(wr.opcode);
   if (raw_opcode > IBV_WR_ATOMIC_WRITE) return EINVAL;
   const transport::WrOpcodeInfo* op = transport::wr_opcode(static_cast<ibv_wr_opcode>(raw_opcode));
-  if (op == nullptr || !transport::wr_allowed(*op, side_.qp_type)) return EINVAL;
-  if (wr.num_sge < 0 || static_cast<uint32_t>(wr.num_sge) > side_.max_sge) return EINVAL;
+  if (op == nullptr || !transport::wr_allowed(*op, side_.qp.qp_type)) return EINVAL;
+  if (wr.num_sge < 0 || static_cast<uint32_t>(wr.num_sge) > side_.qp.max_sge) return EINVAL;
   if (wr.num_sge > 0 && wr.sg_list == nullptr) return EINVAL;
   const bool is_inline = (wr.send_flags & IBV_SEND_INLINE) != 0;
   const bool atomic = op->kind == transport::ReqKind::kCmpSwap || op->kind == transport::ReqKind::kFetchAdd;
@@ -364,8 +389,8 @@ Status Qp::query(ibv_qp_attr* attr, int, ibv_qp_init_attr* init) {
   if (side_.sq.full()) return ENOMEM;
   uint64_t total = 0;
   for (int i = 0; i < wr.num_sge; ++i) total += wr.sg_list[i].length;
-  if (is_inline && total > side_.max_inline) return EINVAL;
-  if (side_.qp_type == IBV_QPT_UD && (wr.wr.ud.ah == nullptr || wr.wr.ud.ah->context != ex_.qp_base.context))
+  if (is_inline && total > side_.qp.max_inline) return EINVAL;
+  if (side_.qp.qp_type == IBV_QPT_UD && (wr.wr.ud.ah == nullptr || wr.wr.ud.ah->context != ex_.qp_base.context))
     return EINVAL;
   *length = atomic ? 8 : total;
   return 0;
@@ -384,7 +409,7 @@ Status Qp::query(ibv_qp_attr* attr, int, ibv_qp_init_attr* init) {
   w.psn = 0;
   w.placed = placed;
   w.ah = nullptr;
-  if (side_.qp_type == IBV_QPT_UD) {
+  if (side_.qp.qp_type == IBV_QPT_UD) {
     w.ah = &Ah::from(wr.wr.ud.ah)->attr;
     w.remote_qpn = wr.wr.ud.remote_qpn & kPsnMask;
     w.remote_qkey = wr.wr.ud.remote_qkey;
@@ -422,11 +447,11 @@ void Qp::prefetch_landing(const ibv_send_wr& wr) {
   // Not yet checked: the opcode may be no ibv_wr_opcode at all.
   const auto opcode = util::raw_enum(wr.opcode);
   if (opcode == IBV_WR_RDMA_WRITE) {
-    if (wr.wr.rdma.rkey == side_.write_hint_rkey.load(std::memory_order_relaxed))
+    if (wr.wr.rdma.rkey == side_.hints.write_rkey.load(std::memory_order_relaxed))
       shm::prefetch_for_write(reinterpret_cast<const void*>(
-          wr.wr.rdma.remote_addr + static_cast<uint64_t>(side_.write_hint_delta.load(std::memory_order_relaxed))));
+          wr.wr.rdma.remote_addr + static_cast<uint64_t>(side_.hints.write_delta.load(std::memory_order_relaxed))));
   } else if (opcode == IBV_WR_SEND || opcode == IBV_WR_SEND_WITH_IMM || opcode == IBV_WR_RDMA_WRITE_WITH_IMM) {
-    if (const uintptr_t cqe = side_.recv_cqe_hint.load(std::memory_order_relaxed))
+    if (const uintptr_t cqe = side_.hints.recv_cqe.load(std::memory_order_relaxed))
       shm::prefetch_for_write(reinterpret_cast<const void*>(cqe));
   }
 }
@@ -447,8 +472,8 @@ int Qp::post_send(ibv_send_wr* wr, ibv_send_wr** bad) {
     // A lone WRITE on an idle queue may be placed first, bookkeeping after:
     // a peer polling its buffer for the data then does not wait for the rest.
     const uint32_t placed = wr->opcode == IBV_WR_RDMA_WRITE && wr->next == nullptr &&
-                                    side_.sq.done == side_.sq.posted && side_.fabric != nullptr
-                                ? side_.fabric->place_at_post(side_, *wr, length)
+                                    side_.sq.done == side_.sq.posted && side_.conn.link != nullptr
+                                ? side_.conn.link->place_at_post(side_, *wr, length)
                                 : 0;
     enqueue(*wr, length, placed);
     wr = wr->next;
@@ -502,7 +527,7 @@ transport::SendWqe* Qp::wr_begin(ibv_wr_opcode opcode) {
   wr_current_ = nullptr;
   if (wr_error_ != 0) return nullptr;
   const transport::WrOpcodeInfo* op = transport::wr_opcode(opcode);
-  if (op == nullptr || !transport::wr_allowed(*op, side_.qp_type)) {
+  if (op == nullptr || !transport::wr_allowed(*op, side_.qp.qp_type)) {
     wr_error_ = EINVAL;
     return nullptr;
   }
@@ -523,7 +548,7 @@ transport::SendWqe* Qp::wr_begin(ibv_wr_opcode opcode) {
 void Qp::wr_set_sges(const ibv_sge* sge, size_t n) {
   transport::SendWqe* w = wr_current_;
   if (w == nullptr) return;
-  if (n > side_.max_sge || (n > 0 && sge == nullptr)) {
+  if (n > side_.qp.max_sge || (n > 0 && sge == nullptr)) {
     wr_error_ = EINVAL;
     return;
   }
@@ -543,7 +568,7 @@ void Qp::wr_set_sges(const ibv_sge* sge, size_t n) {
 void Qp::wr_set_ud_addr(ibv_ah* ah, uint32_t remote_qpn, uint32_t remote_qkey) {
   transport::SendWqe* w = wr_current_;
   if (w == nullptr) return;
-  if (side_.qp_type != IBV_QPT_UD || ah == nullptr || ah->context != ex_.qp_base.context) {
+  if (side_.qp.qp_type != IBV_QPT_UD || ah == nullptr || ah->context != ex_.qp_base.context) {
     wr_error_ = EINVAL;
     return;
   }
@@ -558,7 +583,7 @@ void Qp::wr_set_inline(const ibv_data_buf* bufs, size_t n) {
   uint64_t total = 0;
   for (size_t i = 0; i < n; ++i) total += bufs[i].length;
   const transport::WrOpcodeInfo* op = transport::wr_opcode(w->opcode);
-  if (total > side_.max_inline || (op->kind != transport::ReqKind::kSend && op->kind != transport::ReqKind::kWrite)) {
+  if (total > side_.qp.max_inline || (op->kind != transport::ReqKind::kSend && op->kind != transport::ReqKind::kWrite)) {
     wr_error_ = EINVAL;
     return;
   }
@@ -577,7 +602,7 @@ int Qp::wr_complete() {
   int rc = wr_error_;
   const uint8_t state = shared_->state.load(std::memory_order_acquire);
   if (rc == 0 && (state == IBV_QPS_RESET || state == IBV_QPS_INIT || state == IBV_QPS_RTR)) rc = EINVAL;
-  for (uint64_t i = 0; rc == 0 && side_.qp_type == IBV_QPT_UD && i < wr_building_; ++i)
+  for (uint64_t i = 0; rc == 0 && side_.qp.qp_type == IBV_QPT_UD && i < wr_building_; ++i)
     if (side_.sq.at(side_.sq.posted + i).ah == nullptr) rc = EINVAL;  // ibv_wr_set_ud_addr never called
   if (rc == 0) {
     side_.sq.posted += wr_building_;

@@ -62,8 +62,8 @@ class Qp {
  private:
   Qp() = default;
   Status validate_attrs(const ibv_qp_attr& a, int mask, ibv_qp_state cur, ibv_qp_state next);
-  Result<fabric::Fabric*> choose_fabric(const ibv_ah_attr& ah);
-  void apply(const ibv_qp_attr& a, int mask, ibv_qp_state next, fabric::Fabric* rtr_fabric);
+  Result<transport::Link*> choose_fabric(const ibv_ah_attr& ah);
+  void apply(const ibv_qp_attr& a, int mask, ibv_qp_state next, transport::Link* rtr_link);
   // ibv_post_send(3)'s checks of one WR; *length: its payload bytes.
   int check_wr(const ibv_send_wr& wr, uint64_t* length) const;
   // Queues a checked WR (`placed`: Fabric::place_at_post's token).
@@ -82,8 +82,8 @@ class Qp {
   transport::SendSide side_;
   SpinMutex rq_mu_;
   std::mutex modify_mu_;
-  ibv_qp_attr attr_{};            // what query_qp reports
   ibv_qp_init_attr init_{};
+  bool en_sqd_async_notify_ = false;  // the rest of query_qp's answer lives in shared_ and side_
   std::atomic<uint32_t> events_reported_{0};
 
   uint64_t wr_building_ = 0;   // WQEs built since wr_start

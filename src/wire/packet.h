@@ -108,6 +108,10 @@ struct TransportHeaders {
   Deth deth;
 };
 
+// Bytes of the largest IB packet sent or accepted: a 4096-byte payload with
+// the longest headers, pad and ICRC.
+inline constexpr size_t kMaxPacketBytes = 4096 + 64;
+
 // Pad bytes that align a payload to 4 bytes (IBA 9.2, PadCnt).
 [[nodiscard]] constexpr uint8_t pad_for(uint32_t payload_len) {
   return static_cast<uint8_t>((4 - (payload_len & 3)) & 3);

@@ -138,10 +138,10 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
   LocalMemory mem;
   const Response r = respond(*d.seg, kQpSlot, req, mem, d.notifier);
   CHECK(qp.resp.recv_num_sge <= shm::kMaxSge);
-  if (r.read_mr != nullptr) {
+  if (r.data_mr != nullptr) {
     // A READ granted: the range must lie inside the region.
-    CHECK(r.read_va >= d.m_addr(0));
-    CHECK(r.read_va + req.dma_length <= d.m_addr(kRegion));
+    CHECK(r.data_va >= d.m_addr(0));
+    CHECK(r.data_va + req.dma_length <= d.m_addr(kRegion));
   }
   return 0;
 }

@@ -9,16 +9,19 @@
 #include "fabric/port_config.h"
 #include "shm/process_registry.h"
 #include "shm/rings.h"
-#include "transport/local_sges.h"
+#include "transport/completer.h"
+#include "transport/requester.h"
 #include "transport/mem_ops.h"
 #include "transport/responder.h"
 #include "transport/wr_opcode_table.h"
 #include "util/log.h"
+#include "wire/psn.h"
 #include "wire/ud_grh.h"
 
 namespace softverbs::fabric::host {
 
 using transport::IoList;
+using transport::mtu_bytes;
 using transport::KeyCheck;
 using transport::MrRef;
 using transport::ReqKind;
@@ -45,6 +48,16 @@ HostFaults& faults() {
   return f;
 }
 
+// Whether an address vector names a port of this host's device; per message.
+[[gnu::always_inline]] inline bool reaches_host(const shm::Segment& seg, const ibv_ah_attr& ah) {
+  if (ah.port_num != 1) return false;
+  // A RoCE port: its own addresses are this host.
+  static const bool roce = port_config().roce;  // fixed for the process; this runs per message
+  if (roce) return ah.is_global && local_gid_index(ah.grh.dgid.raw) >= 0;
+  if (ah.is_global) return std::memcmp(ah.grh.dgid.raw, own_gid(seg, 0).data(), 16) == 0;
+  return ah.dlid == seg.header().lid;
+}
+
 // The QP a request goes to, when it is live on this host and its process is
 // alive; otherwise why not (a request there is never answered: the
 // requester's timer decides).
@@ -56,12 +69,12 @@ struct Target {
 
 [[gnu::always_inline]] inline const char* route(shm::Segment& seg, const transport::SendSide& s, const ibv_ah_attr& ah, uint32_t dest_qpn,
                   Target* out) {
-  if (!HostFabric::reaches(seg, ah)) return "destination not on this host";
+  if (!reaches_host(seg, ah)) return "destination not on this host";
   const int slot = transport::qp_slot_of(seg, dest_qpn);
   if (slot < 0) return "no such QP";
   out->slot = static_cast<uint32_t>(slot);
   out->owner = seg.qp(out->slot).owner;
-  out->local = out->owner == s.self;
+  out->local = out->owner == s.qp.self;
   if (!out->local && !shm::process_alive(seg, out->owner)) return "the QP's process is gone";
   return nullptr;
 }
@@ -73,68 +86,98 @@ void note_next_recv_cqe(transport::SendSide& s, const shm::Segment& seg, uint32_
   const shm::SharedCq& cq = seg.cq(qp.recv_cq);
   if (cq.slot_state.load(std::memory_order_acquire) != static_cast<uint32_t>(shm::SlotState::kLive)) return;
   const shm::CqeSlot* next = shm::cq_slot(seg, cq, cq.tail.load(std::memory_order_relaxed));
-  s.recv_cqe_hint.store(reinterpret_cast<uintptr_t>(next), std::memory_order_relaxed);
+  s.hints.recv_cqe.store(reinterpret_cast<uintptr_t>(next), std::memory_order_relaxed);
 }
 
 // For `softverbs status`: the slowest path our requests needed.
 void note_path(transport::SendSide& s, const PeerMemory& mem) {
   if (mem.used() == Path::kLocal) return;  // it moved no bytes: nothing learnt
   const auto path = static_cast<uint8_t>(mem.used());
-  if (s.shared->host_path != path) s.shared->host_path = path;  // a store per message would dirty the line
+  if (s.qp.shared->host_path != path) s.qp.shared->host_path = path;  // a store per message would dirty the line
 }
 
 }  // namespace
 
-bool HostFabric::reaches(const shm::Segment& seg, const ibv_ah_attr& ah) {
-  if (ah.port_num != 1) return false;
-  // A RoCE port: its own addresses are this host.
-  static const bool roce = port_config().roce;  // fixed for the process; this runs per message
-  if (roce) return ah.is_global && local_gid_index(ah.grh.dgid.raw) >= 0;
-  if (ah.is_global) return std::memcmp(ah.grh.dgid.raw, own_gid(seg, 0).data(), 16) == 0;
-  return ah.dlid == seg.header().lid;
+bool HostFabric::reaches(const shm::Segment& seg, const ibv_ah_attr& ah) { return reaches_host(seg, ah); }
+
+namespace {
+
+// A WRITE carried out at post (place_at_post), as the token its WQE keeps:
+// the target QP and the responder's answer, for transmit to report.
+struct PlacedAnswer {
+  uint32_t slot;
+  transport::Response::Kind kind;
+  wire::NakCode nak;
+
+  static_assert(shm::kQpSlotBits <= 16);
+  uint32_t token() const {
+    return 1u << 31 | static_cast<uint32_t>(nak) << 24 | static_cast<uint32_t>(kind) << 16 | slot;
+  }
+  static PlacedAnswer of(uint32_t token) {
+    return {token & 0xffff, static_cast<transport::Response::Kind>((token >> 16) & 0xff),
+            static_cast<wire::NakCode>((token >> 24) & 0x7f)};
+  }
+};
+
+// The responder's answer, as the completer's events: what the ACKNOWLEDGE,
+// READ response or ATOMIC ACKNOWLEDGE packets would have said on a wire.
+[[gnu::always_inline]] inline void report(transport::SendSide& s, const transport::SendWqe& w, ReqKind kind, const transport::Response& resp,
+            uint32_t expected_psn) {
+  using Kind = transport::Response::Kind;
+  switch (resp.kind) {
+    case Kind::kDrop:
+      return;  // never answered: the requester's timer decides
+    case Kind::kRnrNak:
+      return transport::on_acknowledge(s, w.psn, wire::Aeth::rnr_nak(resp.rnr_timer, resp.msn));
+    case Kind::kNak:
+      // A sequence error NAK names the PSN expected (IBA 9.7.5.2.1).
+      return transport::on_acknowledge(
+          s, resp.nak == wire::NakCode::kPsnSequenceError ? expected_psn : w.psn, wire::Aeth::nak(resp.nak, resp.msn));
+    case Kind::kAck:
+    case Kind::kDuplicate:
+      break;
+  }
+  const wire::Aeth ack = wire::Aeth::ack(0x1f, resp.msn);
+  switch (kind) {
+    case ReqKind::kRead:
+      return transport::on_read_placed(s, w.psn);
+    case ReqKind::kCmpSwap:
+    case ReqKind::kFetchAdd:
+      return transport::on_atomic_acknowledge(s, w.psn, ack, resp.original);
+    case ReqKind::kSend:
+    case ReqKind::kWrite:
+      return transport::on_acknowledge(s, wire::psn_add(wire::Psn(w.psn), w.packets - 1).value(), ack);
+  }
 }
 
-using transport::mtu_bytes;
+}  // namespace
 
-std::optional<TransmitResult> HostFabric::transmit(transport::SendSide& s, transport::SendWqe& w) {
-  TransmitResult result;
+ibv_wc_status HostFabric::transmit(transport::SendSide& s, transport::SendWqe& w, const IoList& list, uint32_t) {
   const transport::WrOpcodeInfo* op = transport::wr_opcode(w.opcode);
-  shm::Segment& seg = *s.seg;
-  const bool ud = s.qp_type == IBV_QPT_UD;
-  if (ud && w.ah == nullptr) {
-    result.local_status = IBV_WC_LOC_QP_OP_ERR;
-    return result;
-  }
-  // IBA 11.4.1.1: a UD message is one packet.
-  if (ud && w.length > mtu_bytes(port_config().mtu)) {
-    result.local_status = IBV_WC_LOC_LEN_ERR;
-    return result;
-  }
-  const ibv_ah_attr& ah = ud ? *w.ah : s.ah;
-  const uint32_t dest_qpn = ud ? w.remote_qpn : s.dest_qpn;
-  if (op == nullptr) return result;
-  Target target;
-  iovec iov[shm::kMaxSge];
-  IoList list;
-  const bool writes_local = op->kind != ReqKind::kSend && op->kind != ReqKind::kWrite;
+  shm::Segment& seg = *s.qp.seg;
+  const bool ud = s.qp.qp_type == IBV_QPT_UD;
+  const ibv_ah_attr& ah = ud ? *w.ah : s.conn.ah;
+  const uint32_t dest_qpn = ud ? w.remote_qpn : s.conn.dest_qpn;
+  shm::QpCounters& counts = s.qp.shared->counters;
   if (w.placed != 0) {
-    // place_at_post routed it, checked its L_Key and copied it: the
-    // responder only needs its length.
-    target.slot = w.placed;
-    target.owner = seg.qp(target.slot).owner;
-    target.local = target.owner == s.self;
-    list.bytes = w.length;
-  } else {
-    if (const char* why = route(seg, s, ah, dest_qpn, &target)) {
-      SV_LOG_RATELIMITED(kDebug, "QP %#x to QP %#x: %s", s.qpn, dest_qpn, why);
-      return result;
-    }
-    result.local_status = transport::resolve_local_sges(s, w, writes_local, iov, &list);
-    if (result.local_status != IBV_WC_SUCCESS) return result;
+    // Carried out at post: only its answer is left to report.
+    const PlacedAnswer placed = PlacedAnswer::of(w.placed);
+    w.placed = 0;  // a retransmission goes the whole way
+    shm::add_single_writer(counts.sent_packets, w.packets);
+    shm::add_single_writer(counts.port_xmit_packets, w.packets);
+    shm::add_single_writer(counts.port_xmit_bytes, w.length);
+    shm::add_single_writer(counts.port_rcv_packets, w.packets);
+    shm::add_single_writer(counts.port_rcv_bytes, w.length);
+    transport::Response resp;
+    resp.kind = placed.kind;
+    resp.nak = placed.nak;
+    if (s.qp.qp_type == IBV_QPT_RC) report(s, w, ReqKind::kWrite, resp, seg.qp(placed.slot).resp.epsn);
+    return IBV_WC_SUCCESS;
   }
-  if (writes_local && op->kind != ReqKind::kRead && list.bytes < 8) {
-    result.local_status = IBV_WC_LOC_LEN_ERR;  // an atomic's result needs 8 bytes
-    return result;
+  Target target;
+  if (const char* why = route(seg, s, ah, dest_qpn, &target)) {
+    SV_LOG_RATELIMITED(kDebug, "QP %#x to QP %#x: %s", s.qp.qpn, dest_qpn, why);
+    return IBV_WC_SUCCESS;  // lost on the way: the requester's timer decides
   }
 
   transport::Request req;
@@ -144,7 +187,7 @@ std::optional<TransmitResult> HostFabric::transmit(transport::SendSide& s, trans
   req.psn = w.psn;
   req.packets = w.packets;
   req.dest_qpn = dest_qpn;
-  req.src_qpn = s.qpn;
+  req.src_qpn = s.qp.qpn;
   req.slid = seg.header().lid;
   req.imm = w.imm_data;
   req.va = w.remote_addr;
@@ -154,7 +197,7 @@ std::optional<TransmitResult> HostFabric::transmit(transport::SendSide& s, trans
   uint8_t grh[wire::kUdGrhBytes];
   if (ud) {
     // IBA 10.2.4: a WR Q_Key with its high bit set means the QP's own.
-    req.qkey = (w.remote_qkey & 0x80000000u) ? s.shared->qkey : w.remote_qkey;
+    req.qkey = (w.remote_qkey & 0x80000000u) ? s.qp.shared->qkey : w.remote_qkey;
     req.with_grh = ah.is_global != 0;
     if (req.with_grh) {
       wire::UdGrhFields f;
@@ -178,18 +221,14 @@ std::optional<TransmitResult> HostFabric::transmit(transport::SendSide& s, trans
     req.dma_length = op->kind == ReqKind::kRead ? static_cast<uint32_t>(w.length) : 8;
   }
 
-  shm::QpCounters& counts = s.shared->counters;
   shm::add_single_writer(counts.sent_packets, w.packets);
   shm::add_single_writer(counts.port_xmit_packets, w.packets);
   shm::add_single_writer(counts.port_xmit_bytes, req.payload.bytes);
 
-  req.placed = w.placed != 0;
-  w.placed = 0;  // a retransmission routes and places its payload again
-
   const HostFaultDraw fault = faults().draw();
   if (fault.lose_request) {
-    s.notifier->port_counters().faults_dropped.fetch_add(1, std::memory_order_relaxed);
-    return result;  // never arrived: the requester's timer decides
+    s.qp.notifier->port_counters().faults_dropped.fetch_add(1, std::memory_order_relaxed);
+    return IBV_WC_SUCCESS;  // never arrived: the requester's timer decides
   }
 
   transport::LocalMemory local_mem;
@@ -198,86 +237,84 @@ std::optional<TransmitResult> HostFabric::transmit(transport::SendSide& s, trans
   auto deliver = [&] {
     shm::add_single_writer(counts.port_rcv_packets, req.packets);
     shm::add_single_writer(counts.port_rcv_bytes, req.payload.bytes);
-    return transport::respond(seg, target.slot, req, mem, *s.notifier);
+    return transport::respond(seg, target.slot, req, mem, *s.qp.notifier);
   };
-  result.response = deliver();
+  transport::Response resp = deliver();
   if (fault.duplicate) {
-    s.notifier->port_counters().faults_duplicated.fetch_add(1, std::memory_order_relaxed);
-    result.response = deliver();
+    s.qp.notifier->port_counters().faults_duplicated.fetch_add(1, std::memory_order_relaxed);
+    resp = deliver();
   }
   using Kind = transport::Response::Kind;
   if (fault.lose_response) {
-    s.notifier->port_counters().faults_dropped.fetch_add(1, std::memory_order_relaxed);
-    result.response = transport::Response{};  // executed, but its answer is lost
-    return result;
+    s.qp.notifier->port_counters().faults_dropped.fetch_add(1, std::memory_order_relaxed);
+    return IBV_WC_SUCCESS;  // executed, but its answer is lost
   }
-
-  const transport::Response& resp = result.response;
-  if (resp.kind == Kind::kAck || resp.kind == Kind::kDuplicate) {
-    if (op->kind == ReqKind::kRead && resp.read_mr != nullptr) {
-      const auto* mr = static_cast<const shm::SharedMr*>(resp.read_mr);
-      const uint64_t n = std::min<uint64_t>(w.length, list.bytes);
-      if (!mem.read(*mr, resp.read_va, n, list, 0).is_ok()) result.response.kind = Kind::kDrop;
-    } else if (op->kind == ReqKind::kCmpSwap || op->kind == ReqKind::kFetchAdd) {
-      transport::IoCursor c(list);
-      transport::scatter_from(c, &resp.original, 8);
-    } else if ((op->kind == ReqKind::kSend || op->has_imm) && !ud) {  // a receive completion
-      note_next_recv_cqe(s, seg, target.slot);
-    }
+  const bool answered = resp.kind == Kind::kAck || resp.kind == Kind::kDuplicate;
+  if (answered && op->kind == ReqKind::kRead && resp.data_mr != nullptr) {
+    // The READ's data goes straight from the target's memory into ours.
+    const auto* mr = static_cast<const shm::SharedMr*>(resp.data_mr);
+    if (!mem.read(*mr, resp.data_va, std::min<uint64_t>(w.length, list.bytes), list, 0).is_ok()) resp.kind = Kind::kDrop;
+  } else if (answered && (op->kind == ReqKind::kSend || op->has_imm) && !ud) {  // a receive completion
+    note_next_recv_cqe(s, seg, target.slot);
   }
   if (!target.local) note_path(s, peer_mem);
-  return result;
+  // UC and UD answer nothing: the requester completes them once sent.
+  if (s.qp.qp_type == IBV_QPT_RC) report(s, w, op->kind, resp, seg.qp(target.slot).resp.epsn);
+  return IBV_WC_SUCCESS;
 }
 
 uint32_t HostFabric::place_at_post(transport::SendSide& s, const ibv_send_wr& wr, uint64_t length) {
-  // Only the plain case; everything else is left to transmit, which gives
-  // every other answer (an error, a NAK, an RNR, a lost packet).
+  // Only the plain case, without faults; everything else is left to transmit.
   if (wr.num_sge != 1 || length == 0 || length > shm::kMaxMsgSize ||
-      (s.qp_type != IBV_QPT_RC && s.qp_type != IBV_QPT_UC) || faults().active())
+      (s.qp.qp_type != IBV_QPT_RC && s.qp.qp_type != IBV_QPT_UC) || faults().active())
     return 0;
-  if (s.shared->state.load(std::memory_order_acquire) != IBV_QPS_RTS || s.wait_until != 0) return 0;
-  shm::Segment& seg = *s.seg;
+  if (s.qp.shared->state.load(std::memory_order_acquire) != IBV_QPS_RTS || s.completer.rnr_wait) return 0;
+  shm::Segment& seg = *s.qp.seg;
   Target target;
-  if (route(seg, s, s.ah, s.dest_qpn, &target) != nullptr) return 0;
+  if (route(seg, s, s.conn.ah, s.conn.dest_qpn, &target) != nullptr) return 0;
   const ibv_sge& sge = wr.sg_list[0];
   iovec iov{reinterpret_cast<void*>(sge.addr), length};
   if ((wr.send_flags & IBV_SEND_INLINE) == 0) {
     MrRef source;
-    if (transport::check_key(seg, sge.lkey, false, s.self, s.pd_id, sge.addr, length, 0, &source) != KeyCheck::kOk)
-      return 0;
+    if (transport::check_key(seg, sge.lkey, false, s.qp.self, s.qp.pd_id, sge.addr, length, 0, &source) !=
+        KeyCheck::kOk)
+      return 0;  // transmit fails it with the local error
     iov.iov_base = reinterpret_cast<void*>(source.va);
   }
+  // The request the requester sends next, carried out now: the responder
+  // checks and places the payload (the one thing the peer waits for) ahead
+  // of the queueing; transmit later only reports the answer.
   transport::Request req;
   req.kind = ReqKind::kWrite;
-  req.psn = s.sq_psn;  // what the requester assigns it next
-  req.dest_qpn = s.dest_qpn;
-  req.src_qpn = s.qpn;
+  req.psn = s.requester.next_psn;
+  req.packets = transport::message_packets(length, s.conn.mtu);
+  req.dest_qpn = s.conn.dest_qpn;
+  req.src_qpn = s.qp.qpn;
+  req.slid = seg.header().lid;
   req.va = wr.wr.rdma.remote_addr;
   req.rkey = wr.wr.rdma.rkey;
   req.dma_length = static_cast<uint32_t>(length);
-  MrRef dest;
-  if (!transport::write_would_be_taken(seg, target.slot, req, &dest)) return 0;
-  const IoList source{&iov, 1, length};
+  req.payload = {&iov, 1, length};
+  transport::LocalMemory local_mem;
+  PeerMemory peer_mem(seg, target.owner);
+  transport::TargetMemory& mem = target.local ? static_cast<transport::TargetMemory&>(local_mem) : peer_mem;
+  const transport::Response resp = transport::respond(seg, target.slot, req, mem, *s.qp.notifier);
+  if (!target.local) note_path(s, peer_mem);
   // The hint is looked up again only for a new R_Key: a region's mapping
   // here stays where it is while its registration lives.
-  const bool new_hint = req.rkey != s.write_hint_rkey.load(std::memory_order_relaxed);
-  auto remember = [&](const char* landed) {
-    if (landed == nullptr) return;
-    s.write_hint_rkey.store(req.rkey, std::memory_order_relaxed);
-    s.write_hint_delta.store(reinterpret_cast<intptr_t>(landed) - static_cast<intptr_t>(req.va),
-                             std::memory_order_relaxed);
-  };
-  if (target.local) {
-    transport::LocalMemory mem;
-    if (!mem.write(*dest.mr, dest.va, source, 0, length).is_ok()) return 0;
-    if (new_hint) remember(reinterpret_cast<const char*>(dest.va));
-    return target.slot;
+  if (resp.kind == transport::Response::Kind::kAck && req.rkey != s.hints.write_rkey.load(std::memory_order_relaxed)) {
+    const char* landed =
+        target.local ? reinterpret_cast<const char*>(resp.data_va)
+        : peer_mem.used() == Path::kMap
+            ? peer_mem.direct(*static_cast<const shm::SharedMr*>(resp.data_mr), resp.data_va, length)
+            : nullptr;
+    if (landed != nullptr) {
+      s.hints.write_rkey.store(req.rkey, std::memory_order_relaxed);
+      s.hints.write_delta.store(reinterpret_cast<intptr_t>(landed) - static_cast<intptr_t>(req.va),
+                                std::memory_order_relaxed);
+    }
   }
-  PeerMemory mem(seg, target.owner);
-  if (!mem.write(*dest.mr, dest.va, source, 0, length).is_ok()) return 0;
-  note_path(s, mem);
-  if (new_hint && mem.used() == Path::kMap) remember(mem.direct(*dest.mr, dest.va, length));
-  return target.slot;
+  return PlacedAnswer{target.slot, resp.kind, resp.nak}.token();
 }
 
 }  // namespace softverbs::fabric::host

@@ -50,21 +50,21 @@ class HostFabricHintTest : public ::testing::Test {
     hand_built::make_mr(*seg_, kMrSlot, mem_.data(), mem_.size(), IBV_ACCESS_LOCAL_WRITE | IBV_ACCESS_REMOTE_WRITE, kPd,
                         kOwner);
 
-    side_.seg = seg_.get();
-    side_.shared = &requester;
-    side_.qp_slot = kRequesterSlot;
-    side_.qpn = kRequesterQpn;
-    side_.qp_type = IBV_QPT_RC;
-    side_.pd_id = kPd;
-    side_.send_cq = kCqSlot;
-    side_.max_sge = 1;
-    side_.notifier = &notifier_;
-    side_.self = kOwner;
-    side_.fabric = &host_fabric();
-    side_.dest_qpn = kTargetQpn;
-    side_.ah.port_num = 1;
-    side_.ah.dlid = seg_->header().lid;
-    side_.sq_psn = kPsn;
+    side_.qp.seg = seg_.get();
+    side_.qp.shared = &requester;
+    side_.qp.qp_slot = kRequesterSlot;
+    side_.qp.qpn = kRequesterQpn;
+    side_.qp.qp_type = IBV_QPT_RC;
+    side_.qp.pd_id = kPd;
+    side_.qp.send_cq = kCqSlot;
+    side_.qp.max_sge = 1;
+    side_.qp.notifier = &notifier_;
+    side_.qp.self = kOwner;
+    side_.conn.link = &host_fabric();
+    side_.conn.dest_qpn = kTargetQpn;
+    side_.conn.ah.port_num = 1;
+    side_.conn.ah.dlid = seg_->header().lid;
+    side_.requester.next_psn = kPsn;
   }
   void TearDown() override {
     seg_.reset();
@@ -89,20 +89,23 @@ TEST_F(HostFabricHintTest, PlacedWriteLeavesTheAddressItLandedAt) {
   wr.num_sge = 1;
   wr.wr.rdma.remote_addr = va(1024);
   wr.wr.rdma.rkey = kRkey;
-  EXPECT_EQ(side_.write_hint_rkey.load(), 0u);
-  ASSERT_EQ(host_fabric().place_at_post(side_, wr, 8), kTargetSlot);
+  EXPECT_EQ(side_.hints.write_rkey.load(), 0u);
+  ASSERT_NE(host_fabric().place_at_post(side_, wr, 8), 0u);
   EXPECT_EQ(std::memcmp(mem_.data() + 1024, "payload!", 8), 0);
   // The hint maps the next WRITE's remote address (same R_Key) to where it will land.
-  EXPECT_EQ(side_.write_hint_rkey.load(), kRkey);
+  EXPECT_EQ(side_.hints.write_rkey.load(), kRkey);
   const uint64_t next_remote = va(2048);
-  EXPECT_EQ(next_remote + static_cast<uint64_t>(side_.write_hint_delta.load()),
+  EXPECT_EQ(next_remote + static_cast<uint64_t>(side_.hints.write_delta.load()),
             reinterpret_cast<uint64_t>(mem_.data() + 2048));
 
-  // A WRITE the responder would refuse (outside the region) is not placed
-  // and leaves the hint alone.
+  // A WRITE the responder refuses (outside the region) is carried out —
+  // answered with a NAK for transmit to report — and leaves the hint alone.
+  side_.requester.next_psn = kPsn + 1;
   wr.wr.rdma.remote_addr = va(4092);
-  EXPECT_EQ(host_fabric().place_at_post(side_, wr, 8), 0u);
-  EXPECT_EQ(side_.write_hint_rkey.load(), kRkey);
+  side_.hints.write_rkey.store(0);
+  EXPECT_NE(host_fabric().place_at_post(side_, wr, 8), 0u);
+  EXPECT_EQ(side_.hints.write_rkey.load(), 0u);
+  EXPECT_EQ(seg_->qp(kTargetSlot).state.load(), IBV_QPS_ERR);  // IBA 9.9.3: a remote access error
 }
 
 TEST_F(HostFabricHintTest, SendLeavesTheSlotOfTheTargetsNextReceiveCompletion) {
@@ -120,14 +123,16 @@ TEST_F(HostFabricHintTest, SendLeavesTheSlotOfTheTargetsNextReceiveCompletion) {
     w.length = 16;
     w.psn = kPsn + k;
     w.packets = 1;
-    const std::optional<TransmitResult> r = host_fabric().transmit(side_, w);
-    ASSERT_TRUE(r.has_value());
-    ASSERT_EQ(r->local_status, IBV_WC_SUCCESS);
-    ASSERT_EQ(r->response.kind, transport::Response::Kind::kAck);
+    side_.sq.posted = side_.sq.next = k + 1;  // the requester hands it over
+    iovec iov{mem_.data(), 16};
+    const transport::IoList local{&iov, 1, 16};
+    ASSERT_EQ(host_fabric().transmit(side_, w, local, w.psn), IBV_WC_SUCCESS);
+    // Answered before transmit returned: the completer took its ACK.
+    ASSERT_EQ(side_.sq.done, k + 1u);
     // The receive completion just written is followed by the slot the hint names.
     const shm::SharedCq& cq = seg_->cq(kCqSlot);
     EXPECT_EQ(cq.tail.load(), k + 1);
-    EXPECT_EQ(side_.recv_cqe_hint.load(), reinterpret_cast<uintptr_t>(shm::cq_slot(*seg_, cq, k + 1)));
+    EXPECT_EQ(side_.hints.recv_cqe.load(), reinterpret_cast<uintptr_t>(shm::cq_slot(*seg_, cq, k + 1)));
   }
 }
 

@@ -4,8 +4,7 @@
 // One UDP socket per address of the port, bound to it; one receive thread per
 // socket, blocked in poll while nothing arrives. Whoever receives runs the
 // responder for requests (transport/responder.h, memory reached locally: the
-// QP is ours) and the packet completer for responses
-// (transport/packet_completer.h): the receive thread, or an application
+// QP is ours) and the completer for responses (transport/completer.h): the receive thread, or an application
 // thread that polls an empty CQ of one of our QPs (receive_now) and finds the
 // socket free, which saves the wait for the receive thread to be scheduled.
 // Requesters send from whatever thread posts, progresses or times out; sends
@@ -29,27 +28,26 @@
 #include <thread>
 #include <vector>
 
-#include "fabric/fabric.h"
 #include "fabric/udp/fault_link.h"
 #include "fabric/udp/forwarder.h"
 #include "fabric/udp/udp_host.h"
+#include "transport/link.h"
 #include "wire/packet.h"
 #include "wire/roce_udp.h"
 
 namespace softverbs::fabric::udp {
 
-// Bytes of the largest IB packet we send or accept: a 4096-byte payload with
-// the longest headers, pad and ICRC.
-inline constexpr size_t kMaxIbPacket = 4096 + 64;
+inline constexpr size_t kMaxIbPacket = wire::kMaxPacketBytes;
 
-class UdpFabric final : public Fabric {
+class UdpFabric final : public transport::Link {
  public:
   // Binds every address of the port (its GIDs, in GID-index order) to
   // `port` and starts the receive threads; once. EADDRINUSE: another process
   // receives for this address.
   Status start(UdpHost& host, const std::vector<wire::Gid>& gids, uint16_t port);
 
-  std::optional<TransmitResult> transmit(transport::SendSide& side, transport::SendWqe& wqe) override;
+  ibv_wc_status transmit(transport::SendSide& side, transport::SendWqe& wqe, const transport::IoList& local,
+                         uint32_t from_psn) override;
   bool can_transmit(const transport::SendSide& side, const transport::SendWqe& wqe) override;
   bool receive_now() override;
 
@@ -84,7 +82,6 @@ class UdpFabric final : public Fabric {
     std::unique_ptr<uint8_t[]> buffers;  // kRxBatch packets; under mu
   };
 
-  std::optional<TransmitResult> transmit_ud(transport::SendSide& side, transport::SendWqe& wqe);
   void receive_loop(size_t endpoint);
   // REQUIRES: receivers_[endpoint].mu held. Reads and handles what the socket
   // has, up to one batch, without waiting: how many datagrams, or -errno.

@@ -1,0 +1,395 @@
+// The RC protocol at the level of packets: requester, responder and
+// completer — the engine both fabrics run — over a scripted link
+// (src/fabric/fake/fake_link.h) that loses, duplicates, reorders and delays
+// the packets the test picks. Two QPs of one process in a private segment:
+// A requests, B responds.
+#include <gtest/gtest.h>
+#include <infiniband/verbs.h>
+#include <unistd.h>
+
+#include <cstring>
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "fabric/fake/fake_link.h"
+#include "shm/rings.h"
+#include "transport/completer.h"
+#include "transport/requester.h"
+#include "transport/send_side.h"
+#include "transport/testing/hand_built.h"
+#include "wire/opcode.h"
+#include "wire/packet.h"
+
+namespace softverbs {
+namespace {
+
+using fabric::fake::Direction;
+using fabric::fake::FakeLink;
+using fabric::fake::Fate;
+using fabric::fake::PacketInfo;
+using wire::Opcode;
+namespace hand_built = transport::hand_built;
+
+constexpr uint32_t kA = 2, kB = 3;  // QP slots
+constexpr uint32_t kQpnA = (1u << shm::kQpSlotBits) | kA;
+constexpr uint32_t kQpnB = (1u << shm::kQpSlotBits) | kB;
+constexpr uint32_t kCqA = 1, kCqB = 2;
+constexpr uint32_t kMrA = 4, kMrB = 5;
+constexpr uint32_t kPd = 9;
+constexpr uint32_t kPsn = 0xfffffe;  // wraps within the first message: 24-bit PSN arithmetic on every path
+constexpr uint32_t kMtu = 256;
+constexpr shm::OwnerId kOwner{3, 1};
+
+class ProtocolTest : public ::testing::Test {
+ protected:
+  void SetUp() override {
+    path_ = "/dev/shm/softverbs-protocol-test-" + std::to_string(getpid());
+    Result<std::unique_ptr<shm::Segment>> s = shm::Segment::open(path_);
+    ASSERT_TRUE(s.is_ok());
+    seg_ = std::move(s.value());
+    hand_built::make_cq(*seg_, kCqA, 256, kOwner);
+    hand_built::make_cq(*seg_, kCqB, 256, kOwner);
+    mem_a_.assign(8192, 0);
+    mem_b_.assign(8192, 0);
+    constexpr uint32_t kAll =
+        IBV_ACCESS_LOCAL_WRITE | IBV_ACCESS_REMOTE_WRITE | IBV_ACCESS_REMOTE_READ | IBV_ACCESS_REMOTE_ATOMIC;
+    hand_built::make_mr(*seg_, kMrA, mem_a_.data(), mem_a_.size(), kAll, kPd, kOwner);
+    hand_built::make_mr(*seg_, kMrB, mem_b_.data(), mem_b_.size(), kAll, kPd, kOwner);
+    shm::SharedQp& a = hand_built::make_qp(*seg_, kA, {
+        .qpn = kQpnA, .owner = kOwner, .pd = kPd, .dest_qpn = kQpnB, .access = kAll, .recv_cq = kCqA,
+        .send_cq = kCqA, .path_mtu = IBV_MTU_256});
+    hand_built::make_qp(*seg_, kB, {
+        .qpn = kQpnB, .owner = kOwner, .pd = kPd, .dest_qpn = kQpnA, .access = kAll, .recv_cq = kCqB,
+        .send_cq = kCqB, .epsn = kPsn, .path_mtu = IBV_MTU_256, .min_rnr_timer = 1, .rq_capacity = 16});
+
+    link_ = std::make_unique<FakeLink>(*seg_, side_, kB, notifier_);
+    transport::QpConsts& c = side_.qp;
+    c.seg = seg_.get();
+    c.shared = &a;
+    c.qp_slot = kA;
+    c.qpn = kQpnA;
+    c.qp_type = IBV_QPT_RC;
+    c.pd_id = kPd;
+    c.send_cq = kCqA;
+    c.max_sge = 2;
+    c.max_inline = 64;
+    c.notifier = &notifier_;
+    c.timers = &link_->timers();
+    c.self = kOwner;
+    side_.conn.link = link_.get();
+    side_.conn.dest_qpn = kQpnB;
+    side_.conn.path_mtu = IBV_MTU_256;
+    side_.conn.mtu = kMtu;
+    side_.conn.timeout = 1;  // 8 us local ACK timeout: the tests wait it out for real
+    side_.conn.retry_cnt = 7;
+    side_.conn.rnr_retry = 7;
+    side_.conn.max_rd_atomic = 4;
+    side_.requester.next_psn = kPsn;
+    side_.completer.retries_left = 7;
+    side_.completer.rnr_left = 7;
+    ASSERT_TRUE(side_.sq.init(32, 2, 64));
+  }
+  void TearDown() override {
+    link_.reset();
+    seg_.reset();
+    unlink(path_.c_str());
+  }
+
+  uint64_t va_a(size_t off) const { return reinterpret_cast<uint64_t>(mem_a_.data()) + off; }
+  uint64_t va_b(size_t off) const { return reinterpret_cast<uint64_t>(mem_b_.data()) + off; }
+
+  // Queues one signalled WR on A and lets the requester go.
+  void post(ibv_wr_opcode opcode, size_t local_off, uint32_t length, size_t remote_off, uint64_t compare_add = 0,
+            uint64_t swap = 0) {
+    transport::SendWqe& w = side_.sq.at(side_.sq.posted);
+    std::memset(static_cast<void*>(&w), 0, sizeof w);
+    w.wr_id = side_.sq.posted;
+    w.opcode = opcode;
+    w.send_flags = IBV_SEND_SIGNALED;
+    w.num_sge = 1;
+    w.sge[0] = {va_a(local_off), length, hand_built::lkey_of(kMrA)};
+    w.length = length;
+    w.remote_addr = va_b(remote_off);
+    w.rkey = hand_built::rkey_of(kMrB);
+    w.compare_add = compare_add;
+    w.swap = swap;
+    ++side_.sq.posted;
+    transport::progress(side_);
+  }
+  void post_recv_b(size_t off, uint32_t length) {
+    const shm::Sge sge{va_b(off), length, hand_built::lkey_of(kMrB)};
+    ASSERT_TRUE(shm::rq_post(*seg_, seg_->qp(kB).rq, 100, &sge, 1));
+  }
+  // The send completions of A, in order.
+  std::vector<shm::Cqe> completions() {
+    std::vector<shm::Cqe> out;
+    shm::Cqe cqe;
+    while (shm::cq_pop(*seg_, seg_->cq(kCqA), &cqe)) out.push_back(cqe);
+    return out;
+  }
+  void fill_a(size_t off, size_t n) {
+    for (size_t i = 0; i < n; ++i) mem_a_[off + i] = static_cast<uint8_t>(i * 7 + 3);
+  }
+  bool same(const std::vector<uint8_t>& x, size_t xo, const std::vector<uint8_t>& y, size_t yo, size_t n) {
+    return std::memcmp(x.data() + xo, y.data() + yo, n) == 0;
+  }
+  const shm::QpCounters& counters_a() { return seg_->qp(kA).counters; }
+  const shm::QpCounters& counters_b() { return seg_->qp(kB).counters; }
+  static uint32_t psn(uint32_t k) { return (kPsn + k) & 0xffffff; }
+
+  std::string path_;
+  std::unique_ptr<shm::Segment> seg_;
+  std::vector<uint8_t> mem_a_, mem_b_;
+  hand_built::QuietNotifier notifier_;
+  transport::SendSide side_;
+  std::unique_ptr<FakeLink> link_;
+};
+
+TEST_F(ProtocolTest, CleanLinkWritesInOnePass) {
+  fill_a(0, 1000);
+  post(IBV_WR_RDMA_WRITE, 0, 1000, 100);  // 4 packets of 256 B
+  link_->run();
+  const std::vector<shm::Cqe> c = completions();
+  ASSERT_EQ(c.size(), 1u);
+  EXPECT_EQ(c[0].status, IBV_WC_SUCCESS);
+  EXPECT_TRUE(same(mem_b_, 100, mem_a_, 0, 1000));
+  // FIRST, MIDDLE, MIDDLE, LAST, one ACK: the opcodes from the table.
+  const auto& sent = link_->sent(Direction::kRequest);
+  ASSERT_EQ(sent.size(), 4u);
+  EXPECT_EQ(sent[0][0], static_cast<uint8_t>(Opcode::kRcRdmaWriteFirst));
+  EXPECT_EQ(sent[1][0], static_cast<uint8_t>(Opcode::kRcRdmaWriteMiddle));
+  EXPECT_EQ(sent[3][0], static_cast<uint8_t>(Opcode::kRcRdmaWriteLast));
+  EXPECT_EQ(link_->sent(Direction::kResponse).size(), 1u);
+  EXPECT_EQ(counters_a().retries.load(), 0u);
+}
+
+// IBA 9.7.5.2.1: a lost packet makes the next one a sequence error; the NAK
+// names the PSN expected and the requester goes back to it at once.
+TEST_F(ProtocolTest, LostRequestIsResentFromTheSequenceNak) {
+  fill_a(0, 1000);
+  link_->set_script([](const PacketInfo& p) {
+    return p.direction == Direction::kRequest && p.seq == 1 ? Fate::kLose : Fate::kDeliver;
+  });
+  post(IBV_WR_RDMA_WRITE, 0, 1000, 100);
+  link_->run();
+  const std::vector<shm::Cqe> c = completions();
+  ASSERT_EQ(c.size(), 1u);
+  EXPECT_EQ(c[0].status, IBV_WC_SUCCESS);
+  EXPECT_TRUE(same(mem_b_, 100, mem_a_, 0, 1000));
+  EXPECT_EQ(counters_a().sequence_naks_received.load(), 1u);
+  // Go-back-N from the lost packet: 4 sent, then packets 1..3 again.
+  const auto& sent = link_->sent(Direction::kRequest);
+  ASSERT_EQ(sent.size(), 7u);
+  EXPECT_EQ(wire::PacketView::parse(sent[4], 4096).bth().psn.value(), psn(1));
+  EXPECT_EQ(counters_b().out_of_sequence.load(), 2u);  // packets 2 and 3 (one NAK: C9-…)
+}
+
+// IBA 9.7.5.1.4: an ACK that passes a READ whose response never came is an
+// implied NAK: the READ is asked again, without waiting for the timer.
+TEST_F(ProtocolTest, AckPastALostReadResponseAsksForItAgain) {
+  fill_a(0, 64);
+  for (size_t i = 0; i < 200; ++i) mem_b_[2000 + i] = static_cast<uint8_t>(i);
+  link_->set_script([](const PacketInfo& p) {
+    return p.direction == Direction::kResponse && p.seq == 0 ? Fate::kHoldBack : Fate::kDeliver;
+  });
+  post(IBV_WR_RDMA_READ, 1000, 200, 2000);  // PSN 0: its response held behind the next answer
+  post(IBV_WR_RDMA_WRITE, 0, 64, 0);        // PSN 1: its ACK arrives first
+  link_->pump();
+  EXPECT_GE(counters_a().retries.load(), 1u);
+  link_->run();
+  const std::vector<shm::Cqe> c = completions();
+  ASSERT_EQ(c.size(), 2u);
+  EXPECT_EQ(c[0].opcode, IBV_WC_RDMA_READ);
+  EXPECT_EQ(c[0].status, IBV_WC_SUCCESS);
+  EXPECT_EQ(c[1].status, IBV_WC_SUCCESS);
+  EXPECT_TRUE(same(mem_a_, 1000, mem_b_, 2000, 200));
+  EXPECT_GE(counters_b().duplicate_requests.load(), 1u);  // the READ answered twice
+}
+
+// A READ whose middle response is lost resumes where its data stopped: the
+// new request asks for the rest only (IBA 9.7.5.1.4).
+TEST_F(ProtocolTest, ReadResumesFromTheFirstMissingResponse) {
+  for (size_t i = 0; i < 1000; ++i) mem_b_[3000 + i] = static_cast<uint8_t>(i * 13);
+  link_->set_script([](const PacketInfo& p) {
+    return p.direction == Direction::kResponse && p.seq == 2 ? Fate::kLose : Fate::kDeliver;
+  });
+  post(IBV_WR_RDMA_READ, 500, 1000, 3000);  // 4 responses
+  link_->run();
+  const std::vector<shm::Cqe> c = completions();
+  ASSERT_EQ(c.size(), 1u);
+  EXPECT_EQ(c[0].status, IBV_WC_SUCCESS);
+  EXPECT_TRUE(same(mem_a_, 500, mem_b_, 3000, 1000));
+  const auto& sent = link_->sent(Direction::kRequest);
+  ASSERT_EQ(sent.size(), 2u);
+  const wire::PacketView again = wire::PacketView::parse(sent[1], 4096);
+  EXPECT_EQ(again.bth().psn.value(), psn(2));
+  EXPECT_EQ(again.reth().va, va_b(3000 + 2 * kMtu));
+  EXPECT_EQ(again.reth().dma_length, 1000u - 2 * kMtu);
+  EXPECT_EQ(counters_a().retries.load(), 1u);
+}
+
+// A receiver without a receive WQE answers RNR NAK; the requester waits
+// min_rnr_timer and tries again (IBA 9.7.5.2.8).
+TEST_F(ProtocolTest, RnrNakWaitsAndRetries) {
+  fill_a(0, 40);
+  post(IBV_WR_SEND, 0, 40, 0);
+  link_->pump();
+  EXPECT_EQ(counters_a().rnr_naks_received.load(), 1u);
+  EXPECT_TRUE(side_.completer.rnr_wait);
+  post_recv_b(600, 64);
+  link_->run();
+  const std::vector<shm::Cqe> c = completions();
+  ASSERT_EQ(c.size(), 1u);
+  EXPECT_EQ(c[0].status, IBV_WC_SUCCESS);
+  EXPECT_TRUE(same(mem_b_, 600, mem_a_, 0, 40));
+}
+
+TEST_F(ProtocolTest, RnrRetryExhaustionFailsTheWqe) {
+  side_.conn.rnr_retry = 2;
+  side_.completer.rnr_left = 2;
+  post(IBV_WR_SEND, 0, 40, 0);
+  post(IBV_WR_SEND, 0, 40, 0);
+  link_->run();
+  const std::vector<shm::Cqe> c = completions();
+  ASSERT_EQ(c.size(), 2u);
+  EXPECT_EQ(c[0].status, IBV_WC_RNR_RETRY_EXC_ERR);
+  EXPECT_EQ(c[1].status, IBV_WC_WR_FLUSH_ERR);
+  EXPECT_EQ(counters_a().rnr_naks_received.load(), 3u);  // the first try and 2 retries
+  EXPECT_EQ(seg_->qp(kA).state.load(), IBV_QPS_ERR);
+}
+
+// A repeated atomic is answered from the responder's memory of it, never
+// executed twice (IBA 9.7.5.1.5 / C9-…).
+TEST_F(ProtocolTest, LostAtomicAckIsReplayedNotReexecuted) {
+  uint64_t target = 40;
+  std::memcpy(mem_b_.data() + 4096, &target, 8);
+  link_->set_script([](const PacketInfo& p) {
+    return p.direction == Direction::kResponse && p.seq == 0 ? Fate::kLose : Fate::kDeliver;
+  });
+  post(IBV_WR_ATOMIC_FETCH_AND_ADD, 16, 8, 4096, 2);
+  link_->run();
+  const std::vector<shm::Cqe> c = completions();
+  ASSERT_EQ(c.size(), 1u);
+  EXPECT_EQ(c[0].status, IBV_WC_SUCCESS);
+  std::memcpy(&target, mem_b_.data() + 4096, 8);
+  EXPECT_EQ(target, 42u);  // added once
+  uint64_t original = 0;
+  std::memcpy(&original, mem_a_.data() + 16, 8);
+  EXPECT_EQ(original, 40u);
+  EXPECT_EQ(link_->sent(Direction::kRequest).size(), 2u);  // sent again after the timeout
+  EXPECT_EQ(counters_b().duplicate_requests.load(), 1u);
+}
+
+// A duplicated SEND is acknowledged again and delivered once.
+TEST_F(ProtocolTest, DuplicatedSendIsDeliveredOnce) {
+  fill_a(0, 40);
+  post_recv_b(0, 64);
+  post_recv_b(100, 64);
+  link_->set_script([](const PacketInfo& p) {
+    return p.direction == Direction::kRequest ? Fate::kDuplicate : Fate::kDeliver;
+  });
+  post(IBV_WR_SEND, 0, 40, 0);
+  link_->run();
+  ASSERT_EQ(completions().size(), 1u);
+  shm::Cqe cqe;
+  int received = 0;
+  while (shm::cq_pop(*seg_, seg_->cq(kCqB), &cqe)) ++received;
+  EXPECT_EQ(received, 1);
+  EXPECT_EQ(counters_b().duplicate_requests.load(), 1u);
+}
+
+// Reordered packets: the late one is a duplicate, the early one a sequence
+// error; the message still arrives whole and in order.
+TEST_F(ProtocolTest, ReorderedPacketsStillCompleteInOrder) {
+  fill_a(0, 1024);
+  link_->set_script([](const PacketInfo& p) {
+    return p.direction == Direction::kRequest && p.seq == 1 ? Fate::kHoldBack : Fate::kDeliver;
+  });
+  post(IBV_WR_RDMA_WRITE, 0, 1024, 0);
+  post(IBV_WR_RDMA_WRITE, 0, 256, 2048);
+  link_->run();
+  const std::vector<shm::Cqe> c = completions();
+  ASSERT_EQ(c.size(), 2u);
+  EXPECT_EQ(c[0].wr_id, 0u);
+  EXPECT_EQ(c[1].wr_id, 1u);
+  EXPECT_TRUE(same(mem_b_, 0, mem_a_, 0, 1024));
+  EXPECT_TRUE(same(mem_b_, 2048, mem_a_, 0, 256));
+}
+
+// retry_cnt timeouts, then RETRY_EXC_ERR (IBA C9-140); the rest is flushed.
+TEST_F(ProtocolTest, RetryExhaustionAfterRetryCntTimeouts) {
+  side_.conn.retry_cnt = 2;
+  side_.completer.retries_left = 2;
+  link_->set_script([](const PacketInfo& p) {
+    return p.direction == Direction::kRequest ? Fate::kLose : Fate::kDeliver;
+  });
+  post(IBV_WR_RDMA_WRITE, 0, 64, 0);
+  post(IBV_WR_RDMA_WRITE, 0, 64, 0);
+  link_->run();
+  const std::vector<shm::Cqe> c = completions();
+  ASSERT_EQ(c.size(), 2u);
+  EXPECT_EQ(c[0].status, IBV_WC_RETRY_EXC_ERR);
+  EXPECT_EQ(c[1].status, IBV_WC_WR_FLUSH_ERR);
+  EXPECT_EQ(counters_a().retry_exceeded.load(), 1u);
+  EXPECT_EQ(link_->sent(Direction::kRequest).size(), 6u);  // both, three times
+}
+
+// A delayed ACK that finally arrives after the resend is a stale answer.
+TEST_F(ProtocolTest, LateAckAfterTimeoutIsHarmless) {
+  fill_a(0, 64);
+  link_->set_script([](const PacketInfo& p) {
+    return p.direction == Direction::kResponse && p.seq == 0 ? Fate::kDelay : Fate::kDeliver;
+  });
+  post(IBV_WR_RDMA_WRITE, 0, 64, 0);
+  link_->run();
+  link_->release_delayed();
+  link_->pump();
+  const std::vector<shm::Cqe> c = completions();
+  ASSERT_EQ(c.size(), 1u);
+  EXPECT_EQ(c[0].status, IBV_WC_SUCCESS);
+  EXPECT_EQ(side_.sq.done, side_.sq.posted);
+}
+
+// At most max_rd_atomic READs and atomics are outstanding (IBA 9.5).
+TEST_F(ProtocolTest, ReadsInFlightAreBoundedByMaxRdAtomic) {
+  side_.conn.max_rd_atomic = 2;
+  link_->set_script([](const PacketInfo& p) {
+    return p.direction == Direction::kResponse ? Fate::kDelay : Fate::kDeliver;
+  });
+  for (int i = 0; i < 4; ++i) post(IBV_WR_RDMA_READ, 64 * i, 64, 0);
+  link_->pump();
+  EXPECT_EQ(link_->sent(Direction::kRequest).size(), 2u);
+  link_->set_script(nullptr);
+  link_->release_delayed();
+  link_->run();
+  EXPECT_EQ(link_->sent(Direction::kRequest).size(), 4u);
+  const std::vector<shm::Cqe> c = completions();
+  ASSERT_EQ(c.size(), 4u);
+  for (const shm::Cqe& e : c) EXPECT_EQ(e.status, IBV_WC_SUCCESS);
+}
+
+}  // namespace
+}  // namespace softverbs
+
+namespace softverbs {
+namespace {
+
+// A READ of several path MTUs is one request, answered by FIRST, MIDDLE…,
+// LAST responses (IBA 9.7.1, 9.7.5.1.3).
+TEST_F(ProtocolTest, MultiPacketReadIsOneRequest) {
+  for (size_t i = 0; i < 1000; ++i) mem_b_[100 + i] = static_cast<uint8_t>(i ^ 0x5a);
+  post(IBV_WR_RDMA_READ, 0, 1000, 100);
+  link_->run();
+  ASSERT_EQ(completions().size(), 1u);
+  EXPECT_TRUE(same(mem_a_, 0, mem_b_, 100, 1000));
+  ASSERT_EQ(link_->sent(Direction::kRequest).size(), 1u);
+  const auto& responses = link_->sent(Direction::kResponse);
+  ASSERT_EQ(responses.size(), 4u);
+  EXPECT_EQ(responses[0][0], static_cast<uint8_t>(Opcode::kRcRdmaReadResponseFirst));
+  EXPECT_EQ(responses[2][0], static_cast<uint8_t>(Opcode::kRcRdmaReadResponseMiddle));
+  EXPECT_EQ(responses[3][0], static_cast<uint8_t>(Opcode::kRcRdmaReadResponseLast));
+}
+
+}  // namespace
+}  // namespace softverbs

@@ -6,8 +6,7 @@
 
 #include <cstdlib>
 
-#include "fabric/host/bounce_server.h"
-#include "fabric/host/peer_memory.h"
+#include "fabric/fabrics.h"
 #include "shm/process_registry.h"
 #include "transport/completer.h"
 #include "transport/requester.h"
@@ -76,7 +75,7 @@ void Device::service_main(std::promise<Status>* started) {
     return;
   }
   self_ = me.value();
-  Status s = fabric::host::prepare_bounce_slots(*seg_, self_);
+  Status s = fabric::attach(*seg_, self_);
   if (!s.is_ok()) {
     shm::detach_process(*seg_, self_);
     started->set_value(s);
@@ -90,13 +89,13 @@ void Device::service_main(std::promise<Status>* started) {
     proc.sleeping.store(1, std::memory_order_seq_cst);
     const uint32_t seen = proc.doorbell.load(std::memory_order_seq_cst);
     bool worked = drain_events();
-    worked |= fabric::host::serve_bounce_requests(*seg_, self_);
+    worked |= fabric::serve(*seg_, self_);
     uint64_t now = now_ns();
     uint64_t next_deadline = next_sweep;
     worked |= run_timers(now, &next_deadline);
     if (now >= next_sweep) {
       shm::sweep(*seg_);
-      fabric::host::release_stale_mappings();
+      fabric::sweep();
       next_sweep = now + kSweepPeriodNs;
       next_deadline = std::min(next_deadline, next_sweep);
     }

@@ -22,7 +22,7 @@
 #include <mutex>
 #include <thread>
 
-#include "fabric/udp/udp_host.h"
+#include "fabric/device_host.h"
 #include "shm/segment.h"
 #include "transport/notifier.h"
 #include "transport/send_side.h"
@@ -34,7 +34,7 @@ class Cq;
 class Qp;
 class Srq;
 
-class Device final : public transport::Notifier, public transport::TimerService, public fabric::udp::UdpHost {
+class Device final : public transport::Notifier, public transport::TimerService, public fabric::DeviceHost {
  public:
   // The process's device, attached on first use. Thread-safe.
   static Result<Device*> get();
@@ -59,7 +59,7 @@ class Device final : public transport::Notifier, public transport::TimerService,
   // transport::TimerService
   void arm(transport::SendSide& side, uint64_t deadline_ns) override;
 
-  // fabric::udp::UdpHost
+  // fabric::DeviceHost
   transport::Notifier& notifier() override { return *this; }
   bool with_send_side(uint32_t qp_slot, uint32_t qpn, void (*fn)(transport::SendSide&, void*), void* arg) override;
 

@@ -96,7 +96,7 @@ Result<Mr*> register_mr(Pd* pd, void* addr, size_t length, uint64_t iova, unsign
   }
   mr->slot = slot.value();
   mr->pd = pd;
-  mr->backing = fabric::host::acquire_backing(a, length);
+  mr->backing = fabric::export_region(a, length);
   mr->ibv.context = pd->ctx->ibv();
   mr->ibv.pd = &pd->ibv;
   mr->ibv.addr = addr;
@@ -115,7 +115,7 @@ Status deregister_mr(Mr* mr) {
     shm::ControlLock lock(seg);
     m.lkey = 0;
   }
-  fabric::host::release_backing(mr->backing);
+  fabric::unexport_region(mr->backing);
   mr->pd->users.fetch_sub(1, std::memory_order_relaxed);
   delete mr;
   return Status::ok();

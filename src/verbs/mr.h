@@ -1,12 +1,12 @@
 // Memory regions: a slot of the shared MR table (keys, PD, access, range) plus
-// the region's backing for the host fabric's map path.
+// where the fabrics let peers reach its pages (fabric::export_region).
 #pragma once
 
 #include <infiniband/verbs.h>
 
 #include <cstdint>
 
-#include "fabric/host/mr_backing.h"
+#include "fabric/fabrics.h"
 #include "util/status.h"
 #include "verbs/pd.h"
 
@@ -16,7 +16,7 @@ struct Mr {
   ibv_mr ibv{};
   Pd* pd = nullptr;
   uint32_t slot = 0;
-  fabric::host::Backing backing;
+  fabric::RegionExport backing;
 
   static Mr* from(ibv_mr* m) { return reinterpret_cast<Mr*>(m); }
 };

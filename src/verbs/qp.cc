@@ -4,8 +4,7 @@
 #include <cstring>
 #include <new>
 
-#include "fabric/host/host_fabric.h"
-#include "fabric/udp/udp_fabric.h"
+#include "fabric/fabrics.h"
 #include "shm/limits.h"
 #include "shm/process_registry.h"
 #include "shm/rings.h"
@@ -221,17 +220,8 @@ Status Qp::validate_attrs(const ibv_qp_attr& a, int mask, ibv_qp_state cur, ibv_
   return Status::ok();
 }
 
-// The fabric that carries this QP's requests, from its address at RTR: QPs of
-// this host's device through shared memory, other hosts over RoCEv2. A UD QP
-// has no address of its own: on RoCE the UDP fabric takes its WRs and hands
-// those for this host to the host fabric.
 Result<transport::Link*> Qp::choose_fabric(const ibv_ah_attr& ah) {
-  const PortConfig& config = port_config();
-  const bool ud = shared_->qp_type == IBV_QPT_UD;
-  if (!config.roce || (!ud && local_gid_index(ah.grh.dgid.raw) >= 0)) return &fabric::host::host_fabric();
-  fabric::udp::UdpFabric& udp = fabric::udp::udp_fabric();
-  SV_RETURN_IF_ERROR(udp.start(ctx_->device(), config.gids, config.udp_port));
-  return &udp;
+  return fabric::link_for(ctx_->device(), ah, shared_->qp_type);
 }
 
 // Each attribute has one home: what the responder reads (possibly in a peer

@@ -22,18 +22,12 @@
 
 #include <cstdint>
 
+#include "fabric/fabrics.h"
 #include "util/status.h"
 
 namespace softverbs::fabric::host {
 
-struct Backing {
-  int fd = -1;         // -1: not mappable
-  uint64_t base = 0;   // virtual address of file offset 0
-  uint64_t size = 0;
-  uint64_t ino = 0;
-  uint64_t dev = 0;
-  uint64_t span_id = 0;
-};
+using Backing = RegionExport;  // fd -1: not mappable
 
 // Finds or creates the backing for [addr, addr + length). When the region
 // cannot be remapped (file-backed, shared, stack, straddling), returns a

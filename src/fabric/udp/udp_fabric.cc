@@ -127,7 +127,8 @@ std::string addr_text(const wire::Gid& gid, wire::IpVersion v) {
 
 }  // namespace
 
-Status UdpFabric::start(UdpHost& host, const std::vector<wire::Gid>& gids, uint16_t port) {
+Status UdpFabric::start(DeviceHost& host, const std::vector<wire::Gid>& gids, uint16_t port,
+                        transport::Link& local) {
   std::lock_guard lock(start_mu_);
   if (started_) return Status::ok();
   std::vector<Endpoint> eps;
@@ -174,6 +175,7 @@ Status UdpFabric::start(UdpHost& host, const std::vector<wire::Gid>& gids, uint1
     rx_fds.push_back(rx_fd);
   }
   host_ = &host;
+  local_ = &local;
   dst_port_ = port;
   receivers_ = std::make_unique<Receiver[]>(eps.size());
   for (size_t i = 0; i < eps.size(); ++i) {

@@ -30,7 +30,7 @@
 
 #include "fabric/udp/fault_link.h"
 #include "fabric/udp/forwarder.h"
-#include "fabric/udp/udp_host.h"
+#include "fabric/device_host.h"
 #include "transport/link.h"
 #include "wire/packet.h"
 #include "wire/roce_udp.h"
@@ -43,8 +43,9 @@ class UdpFabric final : public transport::Link {
  public:
   // Binds every address of the port (its GIDs, in GID-index order) to
   // `port` and starts the receive threads; once. EADDRINUSE: another process
-  // receives for this address.
-  Status start(UdpHost& host, const std::vector<wire::Gid>& gids, uint16_t port);
+  // receives for this address. `local` carries datagrams to this host's own
+  // GIDs (the host link).
+  Status start(DeviceHost& host, const std::vector<wire::Gid>& gids, uint16_t port, transport::Link& local);
 
   ibv_wc_status transmit(transport::SendSide& side, transport::SendWqe& wqe, const transport::IoList& local,
                          uint32_t from_psn) override;
@@ -103,7 +104,8 @@ class UdpFabric final : public transport::Link {
 
   std::mutex start_mu_;
   bool started_ = false;
-  UdpHost* host_ = nullptr;
+  DeviceHost* host_ = nullptr;
+  transport::Link* local_ = nullptr;
   std::vector<Endpoint> endpoints_;
   std::unique_ptr<Receiver[]> receivers_;  // one per endpoint
   uint16_t dst_port_ = wire::kRoceV2Port;

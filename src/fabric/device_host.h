@@ -1,5 +1,5 @@
-// What the UDP fabric needs from the device it serves (verbs::Device
-// implements it), so that the fabric does not depend on the verbs layer.
+// What the fabrics need of the device they serve (verbs::Device implements
+// it), so that no fabric depends on the verbs layer.
 #pragma once
 
 #include <cstdint>
@@ -8,11 +8,11 @@
 #include "transport/notifier.h"
 #include "transport/send_side.h"
 
-namespace softverbs::fabric::udp {
+namespace softverbs::fabric {
 
-class UdpHost {
+class DeviceHost {
  public:
-  virtual ~UdpHost() = default;
+  virtual ~DeviceHost() = default;
   virtual shm::Segment& seg() = 0;
   virtual shm::OwnerId self() const = 0;
   virtual transport::Notifier& notifier() = 0;
@@ -22,4 +22,4 @@ class UdpHost {
                               void* arg) = 0;
 };
 
-}  // namespace softverbs::fabric::udp
+}  // namespace softverbs::fabric

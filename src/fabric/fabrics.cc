@@ -1,0 +1,27 @@
+#include "fabric/fabrics.h"
+
+#include "fabric/host/bounce_server.h"
+#include "fabric/host/host_fabric.h"
+#include "fabric/host/mr_backing.h"
+#include "fabric/host/peer_memory.h"
+#include "fabric/port_config.h"
+#include "fabric/udp/udp_fabric.h"
+
+namespace softverbs::fabric {
+
+Result<transport::Link*> link_for(DeviceHost& device, const ibv_ah_attr& ah, uint8_t qp_type) {
+  const PortConfig& config = port_config();
+  if (!config.roce || (qp_type != IBV_QPT_UD && local_gid_index(ah.grh.dgid.raw) >= 0)) return &host::host_fabric();
+  udp::UdpFabric& udp = udp::udp_fabric();
+  SV_RETURN_IF_ERROR(udp.start(device, config.gids, config.udp_port, host::host_fabric()));
+  return &udp;
+}
+
+RegionExport export_region(uint64_t addr, uint64_t length) { return host::acquire_backing(addr, length); }
+void unexport_region(const RegionExport& region) { host::release_backing(region); }
+
+Status attach(shm::Segment& seg, shm::OwnerId self) { return host::prepare_bounce_slots(seg, self); }
+bool serve(shm::Segment& seg, shm::OwnerId self) { return host::serve_bounce_requests(seg, self); }
+void sweep() { host::release_stale_mappings(); }
+
+}  // namespace softverbs::fabric

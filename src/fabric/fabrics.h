@@ -1,0 +1,49 @@
+// The fabrics of this process's device, behind the one face the verbs layer
+// sees: which link carries a QP's requests, and the hooks that memory
+// registration and the service thread call. verbs/ includes this (and
+// port_config.h), never a fabric itself (tests/structure/include_graph.py).
+//
+// Thread-safety: every function may be called from any thread.
+#pragma once
+
+#include <infiniband/verbs.h>
+
+#include <cstdint>
+
+#include "fabric/device_host.h"
+#include "transport/link.h"
+#include "util/status.h"
+
+namespace softverbs::fabric {
+
+// The link that reaches `ah` from a QP of type `qp_type`, chosen at RTR: the
+// host link for QPs of this host's device, the UDP link (started on first
+// use) for other hosts. A UD QP has no address of its own: on a RoCE port it
+// takes the UDP link, which hands datagrams for this host to the host link.
+Result<transport::Link*> link_for(DeviceHost& device, const ibv_ah_attr& ah, uint8_t qp_type);
+
+// Where peers can reach a registered region's pages, as the fabrics keep it
+// for the MR's lifetime (the shared MR entry publishes it: shm::SharedMr's
+// map_* fields).
+struct RegionExport {
+  int fd = -1;  // -1: not reachable that way
+  uint64_t base = 0;  // virtual address of file offset 0
+  uint64_t size = 0;
+  uint64_t ino = 0;
+  uint64_t dev = 0;
+  uint64_t span_id = 0;
+};
+// ibv_reg_mr: the fabrics prepare [addr, addr + length) for peers (the host
+// fabric moves private anonymous memory onto a memfd that peers map).
+RegionExport export_region(uint64_t addr, uint64_t length);
+// The last MR over the export is gone.
+void unexport_region(const RegionExport& region);
+
+// The service thread's hooks. attach: once, when the process attaches to the
+// device; serve: each time it wakes (whether it did any work); sweep: every
+// couple of seconds.
+Status attach(shm::Segment& seg, shm::OwnerId self);
+bool serve(shm::Segment& seg, shm::OwnerId self);
+void sweep();
+
+}  // namespace softverbs::fabric

@@ -149,8 +149,8 @@ Result<Qp*> Qp::create(Context* ctx, ibv_qp_init_attr_ex* a) {
   c.max_sge = max_send_sge;
   c.max_inline = max_inline;
   c.ud_mtu = transport::mtu_bytes(static_cast<uint8_t>(port_config().mtu));
-  c.notifier = &dev;
-  c.timers = &dev;
+  c.notifier = &dev.notifier();
+  c.timers = &dev.service();
   c.self = dev.self();
 
   ibv_qp& q = qp->ex_.qp_base;
@@ -290,7 +290,7 @@ void Qp::apply(const ibv_qp_attr& a, int mask, ibv_qp_state next, transport::Lin
 void Qp::enter_error_locked() {
   // IBA 10.3.1 / 11.3: in Error every outstanding WR completes with flush status.
   transport::flush_send_queue(side_);
-  transport::flush_recv_queue(ctx_->device().seg(), slot_, ctx_->device());
+  transport::flush_recv_queue(ctx_->device().seg(), slot_, ctx_->device().notifier());
 }
 
 Status Qp::modify(const ibv_qp_attr& a, int mask) {
@@ -502,7 +502,7 @@ int Qp::post_recv(ibv_recv_wr* wr, ibv_recv_wr** bad) {
   }
   if (rc != 0 && bad != nullptr) *bad = wr;
   if (shared_->state.load(std::memory_order_acquire) == IBV_QPS_ERR)
-    transport::flush_recv_queue(seg, slot_, ctx_->device());
+    transport::flush_recv_queue(seg, slot_, ctx_->device().notifier());
   return rc;
 }
 

@@ -4,14 +4,34 @@
 #include "fabric/host/host_fabric.h"
 #include "fabric/host/mr_backing.h"
 #include "fabric/host/peer_memory.h"
-#include "fabric/port_config.h"
 #include "fabric/udp/udp_fabric.h"
 
+#include <cstring>
+#include <mutex>
+
 namespace softverbs::fabric {
+namespace {
+
+PortSetup g_port;
+std::once_flag g_port_once;
+
+}  // namespace
+
+int PortSetup::gid_index(const uint8_t gid[16]) const {
+  for (size_t i = 0; i < gids.size(); ++i)
+    if (std::memcmp(gids[i].data(), gid, 16) == 0) return static_cast<int>(i);
+  return -1;
+}
+
+void configure(const PortSetup& port) {
+  std::call_once(g_port_once, [&] { g_port = port; });
+}
+
+const PortSetup& port() { return g_port; }
 
 Result<transport::Link*> link_for(DeviceHost& device, const ibv_ah_attr& ah, uint8_t qp_type) {
-  const PortConfig& config = port_config();
-  if (!config.roce || (qp_type != IBV_QPT_UD && local_gid_index(ah.grh.dgid.raw) >= 0)) return &host::host_fabric();
+  const PortSetup& config = port();
+  if (!config.roce || (qp_type != IBV_QPT_UD && config.gid_index(ah.grh.dgid.raw) >= 0)) return &host::host_fabric();
   udp::UdpFabric& udp = udp::udp_fabric();
   SV_RETURN_IF_ERROR(udp.start(device, config.gids, config.udp_port, host::host_fabric()));
   return &udp;

@@ -9,12 +9,32 @@
 #include <infiniband/verbs.h>
 
 #include <cstdint>
+#include <vector>
 
 #include "fabric/device_host.h"
+#include "fabric/fault/fault_config.h"
 #include "transport/link.h"
 #include "util/status.h"
+#include "wire/roce_udp.h"
 
 namespace softverbs::fabric {
+
+// What the fabrics need to know of the device's port; the verbs layer owns
+// the port's configuration (verbs/port_config.h) and hands this over.
+struct PortSetup {
+  bool roce = false;
+  std::vector<wire::Gid> gids;  // RoCE: index = GID index
+  uint16_t udp_port = wire::kRoceV2Port;
+  ibv_mtu mtu = IBV_MTU_4096;
+  fault::FaultConfig faults;  // SOFTVERBS_FAULTS: what the fabrics do to their traffic
+
+  // The index of `gid` among the port's GIDs, or -1.
+  int gid_index(const uint8_t gid[16]) const;
+};
+// Before the fabrics are used: the port they serve (the first call wins;
+// a process has one device). Until then, an InfiniBand port without faults.
+void configure(const PortSetup& port);
+const PortSetup& port();
 
 // The link that reaches `ah` from a QP of type `qp_type`, chosen at RTR: the
 // host link for QPs of this host's device, the UDP link (started on first

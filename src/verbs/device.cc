@@ -2,7 +2,7 @@
 
 #include <unistd.h>
 
-#include "fabric/port_config.h"
+#include "verbs/port_config.h"
 #include "shm/process_registry.h"
 #include "verbs/cq.h"
 #include "verbs/qp.h"
@@ -34,8 +34,10 @@ Result<Device*> Device::get() {
 }
 
 Status Device::start() {
-  if (!fabric::port_config().error.empty()) return Status::error(EINVAL);
-  Result<std::unique_ptr<shm::Segment>> seg = shm::Segment::open(fabric::device_segment_path());
+  const PortConfig& port = port_config();
+  if (!port.error.empty()) return Status::error(EINVAL);
+  fabric::configure(port);
+  Result<std::unique_ptr<shm::Segment>> seg = shm::Segment::open(device_segment_path());
   if (!seg.is_ok()) return seg.status();
   seg_ = std::move(seg.value());
   shm::sweep(*seg_);

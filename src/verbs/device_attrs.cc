@@ -2,14 +2,10 @@
 
 #include <cstring>
 
-#include "fabric/port_config.h"
+#include "verbs/port_config.h"
 
 namespace softverbs::verbs {
 
-using fabric::device_segment_path;
-using fabric::local_gid_index;
-using fabric::port_config;
-using fabric::PortConfig;
 
 void fill_device_attr(const shm::Segment& seg, ibv_device_attr* a) {
   std::memset(a, 0, sizeof *a);

@@ -19,17 +19,13 @@
 #include "verbs/cq.h"
 #include "verbs/device.h"
 #include "verbs/pd.h"
-#include "fabric/port_config.h"
+#include "verbs/port_config.h"
 #include "verbs/device_attrs.h"
 #include "util/raw_enum.h"
 #include "verbs/qp_state_table.h"
 
 namespace softverbs::verbs {
 
-using fabric::device_segment_path;
-using fabric::local_gid_index;
-using fabric::port_config;
-using fabric::PortConfig;
 namespace {
 
 constexpr uint32_t kPsnMask = 0xffffff;

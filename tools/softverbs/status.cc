@@ -13,7 +13,7 @@
 #include <nlohmann/json.hpp>
 
 #include "fabric/host/peer_memory.h"
-#include "fabric/port_config.h"
+#include "verbs/port_config.h"
 #include "shm/process_registry.h"
 #include "shm/segment.h"
 
@@ -48,7 +48,7 @@ std::string guid_str(uint64_t be) {
 json snapshot(shm::Segment& seg) {
   const shm::SegmentHeader& h = seg.header();
   json j;
-  const softverbs::fabric::PortConfig& config = softverbs::fabric::port_config();
+  const softverbs::verbs::PortConfig& config = softverbs::verbs::port_config();
   j["device"] = config.device_name;
   j["segment"] = seg.path();
   j["node_guid"] = guid_str(h.node_guid);
@@ -190,8 +190,8 @@ void print_human(const json& j) {
 namespace softverbs::cli {
 
 int run_status(bool as_json) {
-  const std::string path = softverbs::fabric::device_segment_path();
-  const std::string name = softverbs::fabric::port_config().device_name;
+  const std::string path = softverbs::verbs::device_segment_path();
+  const std::string name = softverbs::verbs::port_config().device_name;
   softverbs::Result<std::unique_ptr<shm::Segment>> seg = shm::Segment::open(path, /*create=*/false);
   if (!seg.is_ok()) {
     if (seg.code() == ENOENT) {

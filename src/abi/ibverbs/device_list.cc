@@ -8,7 +8,7 @@
 #include "verbs/context.h"
 #include "verbs/device.h"
 #include "verbs/device_attrs.h"
-#include "fabric/port_config.h"
+#include "verbs/port_config.h"
 
 using softverbs::verbs::Context;
 using softverbs::verbs::Device;
@@ -20,7 +20,7 @@ ibv_device* soft_device() {
     ibv_device d{};
     d.node_type = IBV_NODE_CA;
     d.transport_type = IBV_TRANSPORT_IB;
-    const std::string& name = softverbs::fabric::port_config().device_name;
+    const std::string& name = softverbs::verbs::port_config().device_name;
     std::strncpy(d.name, name.c_str(), sizeof d.name - 1);
     std::snprintf(d.dev_name, sizeof d.dev_name, "uverbs_%s", name.c_str());
     // No sysfs entries exist for a software device; these paths name none.

@@ -6,7 +6,7 @@
 
 #include "fabric/host/host_faults.h"
 #include "fabric/host/peer_memory.h"
-#include "fabric/port_config.h"
+#include "fabric/fabrics.h"
 #include "shm/process_registry.h"
 #include "shm/rings.h"
 #include "transport/completer.h"
@@ -37,14 +37,14 @@ namespace {
 // on InfiniBand the link-local prefix plus the port GUID.
 wire::Gid own_gid(const shm::Segment& seg, uint8_t index) {
   wire::Gid gid{0xfe, 0x80};
-  const PortConfig& config = port_config();
+  const PortSetup& config = port();
   if (config.roce) return index < config.gids.size() ? config.gids[index] : config.gids.front();
   std::memcpy(gid.data() + 8, &seg.header().port_guid, 8);
   return gid;
 }
 
 HostFaults& faults() {
-  static HostFaults f(port_config().faults);
+  static HostFaults f(port().faults);
   return f;
 }
 
@@ -52,8 +52,8 @@ HostFaults& faults() {
 [[gnu::always_inline]] inline bool reaches_host(const shm::Segment& seg, const ibv_ah_attr& ah) {
   if (ah.port_num != 1) return false;
   // A RoCE port: its own addresses are this host.
-  static const bool roce = port_config().roce;  // fixed for the process; this runs per message
-  if (roce) return ah.is_global && local_gid_index(ah.grh.dgid.raw) >= 0;
+  static const bool roce = port().roce;  // fixed for the process; this runs per message
+  if (roce) return ah.is_global && port().gid_index(ah.grh.dgid.raw) >= 0;
   if (ah.is_global) return std::memcmp(ah.grh.dgid.raw, own_gid(seg, 0).data(), 16) == 0;
   return ah.dlid == seg.header().lid;
 }
@@ -98,7 +98,6 @@ void note_path(transport::SendSide& s, const PeerMemory& mem) {
 
 }  // namespace
 
-bool HostFabric::reaches(const shm::Segment& seg, const ibv_ah_attr& ah) { return reaches_host(seg, ah); }
 
 namespace {
 
@@ -207,7 +206,7 @@ ibv_wc_status HostFabric::transmit(transport::SendSide& s, transport::SendWqe& w
       f.flow_label = ah.grh.flow_label;
       f.hop_limit = ah.grh.hop_limit;
       f.ib_length = 12 + 8 + w.length + 4;  // BTH, DETH, payload, ICRC
-      if (port_config().roce)
+      if (port().roce)
         wire::write_roce_grh(grh, f);
       else
         wire::write_ib_grh(grh, f);

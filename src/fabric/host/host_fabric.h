@@ -17,11 +17,9 @@ class HostFabric final : public transport::Link {
  public:
   ibv_wc_status transmit(transport::SendSide& side, transport::SendWqe& wqe, const transport::IoList& local,
                          uint32_t from_psn) override;
-  // A WRITE on an RC/UC QP, without faults. The token: the target's QP slot.
+  // A WRITE on an RC/UC QP, without faults. The token: the target's QP slot
+  // and the responder's answer.
   uint32_t place_at_post(transport::SendSide& side, const ibv_send_wr& wr, uint64_t length) override;
-
-  // Whether an address vector names a port of this host's device.
-  static bool reaches(const shm::Segment& seg, const ibv_ah_attr& ah);
 };
 
 HostFabric& host_fabric();

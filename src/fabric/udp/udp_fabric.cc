@@ -12,7 +12,7 @@
 #include <cstring>
 #include <memory>
 
-#include "fabric/port_config.h"
+#include "fabric/fabrics.h"
 #include "transport/responder.h"
 #include "util/log.h"
 #include "wire/icrc.h"
@@ -196,13 +196,13 @@ Status UdpFabric::start(DeviceHost& host, const std::vector<wire::Gid>& gids, ui
     receivers_.reset();
     return Status::error(e);
   }
-  if (port_config().faults.active()) {
+  if (fabric::port().faults.active()) {
     faults_ = std::make_unique<FaultLink>(
-        port_config().faults,
+        fabric::port().faults,
         [this](size_t i, const wire::Gid& to, std::span<const uint8_t> d) { send_raw(endpoints_[i], to, d); },
         host.notifier().port_counters());
     faults_->start();
-    SV_LOG(kInfo, "RoCE: faults on the wire: %s", fault::format_fault_config(port_config().faults).c_str());
+    SV_LOG(kInfo, "RoCE: faults on the wire: %s", fault::format_fault_config(fabric::port().faults).c_str());
   }
   for (size_t i = 0; i < endpoints_.size(); ++i)
     if (rx_fds[i] >= 0) std::thread([this, i] { receive_loop(i); }).detach();

@@ -2,7 +2,7 @@
 // transport/request_packets.h) leave in batches, one syscall each.
 #include <algorithm>
 
-#include "fabric/port_config.h"
+#include "fabric/fabrics.h"
 #include "fabric/udp/udp_fabric.h"
 #include "transport/mtu.h"
 #include "transport/request_packets.h"
@@ -38,7 +38,7 @@ ibv_wc_status UdpFabric::transmit(transport::SendSide& s, transport::SendWqe& w,
   // RoCE addresses are GIDs (IBA A17.4).
   if (ud && !ah.is_global) return IBV_WC_LOC_QP_OP_ERR;
   // A datagram to one of this host's own GIDs takes the host link.
-  if (ud && local_gid_index(ah.grh.dgid.raw) >= 0) return local_->transmit(s, w, local, from_psn);
+  if (ud && port().gid_index(ah.grh.dgid.raw) >= 0) return local_->transmit(s, w, local, from_psn);
   const Endpoint* ep = endpoint_for(ah.grh.sgid_index);
   if (ep == nullptr) return IBV_WC_LOC_QP_OP_ERR;
   wire::Gid dst;

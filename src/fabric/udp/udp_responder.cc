@@ -3,7 +3,7 @@
 // packets go to the completer of the requesting QP.
 #include <cstring>
 
-#include "fabric/port_config.h"
+#include "fabric/fabrics.h"
 #include "transport/mtu.h"
 #include "fabric/udp/udp_fabric.h"
 #include "transport/completer.h"
@@ -40,7 +40,7 @@ void UdpFabric::on_request(const Endpoint& ep, const Peer& from, uint32_t slot, 
     c.dropped_requests.fetch_add(1, std::memory_order_relaxed);
     return;
   }
-  const uint32_t mtu = mtu_bytes(ud ? static_cast<uint8_t>(port_config().mtu) : qp.path_mtu);
+  const uint32_t mtu = mtu_bytes(ud ? static_cast<uint8_t>(port().mtu) : qp.path_mtu);
   uint8_t grh[wire::kUdGrhBytes];
   if (ud) {
     // The receive buffer's first 40 bytes: the IP header this datagram came in.

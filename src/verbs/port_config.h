@@ -1,5 +1,7 @@
 // What kind of port this process's device has, decided once from the
-// environment before the device is first opened.
+// environment before the device is first opened. The verbs layer owns it;
+// the fabrics get the part they need (fabric::PortSetup) when the device
+// attaches (fabric::configure).
 //
 //   SOFTVERBS_ROCE_ADDR=10.0.0.1[,fd00::1...]  a RoCEv2 device, softverbs_roce0:
 //       Ethernet link layer, one RoCE v2 GID per address (IPv4 as ::ffff:a.b.c.d),
@@ -10,7 +12,7 @@
 //                                1024 on 1500-byte Ethernet, 4096 on jumbo frames)
 //   SOFTVERBS_FAULTS=loss=0.01,dup=0.01,reorder=0.01:8,corrupt=0.001,seed=7
 //                                a misbehaving network between this process's
-//                                UDP sends and the wire (fabric/fault/fault_config.h)
+//                                sends and the wire (src/fabric/fault/fault_config.h)
 // Unset: the InfiniBand-link host device softverbs0.
 //
 // Processes that share a device must agree on these; the default segment of
@@ -24,19 +26,14 @@
 #include <string>
 #include <vector>
 
-#include "fabric/fault/fault_config.h"
-#include "wire/roce_udp.h"
+#include "fabric/fabrics.h"
 
-namespace softverbs::fabric {
+namespace softverbs::verbs {
 
-struct PortConfig {
-  bool roce = false;
+// roce, gids, udp_port, mtu and faults: fabric::PortSetup.
+struct PortConfig : fabric::PortSetup {
   std::string device_name;         // softverbs0 | softverbs_roce0
-  std::vector<wire::Gid> gids;     // RoCE: index = GID index
   std::vector<std::string> addrs;  // the addresses as written
-  uint16_t udp_port = wire::kRoceV2Port;
-  ibv_mtu mtu = IBV_MTU_4096;
-  fault::FaultConfig faults;       // what the UDP fabric does to its datagrams
   std::string error;               // non-empty: the environment is invalid (logged; no device)
 };
 
@@ -52,4 +49,4 @@ std::string device_segment_path();
 // Whether `gid` is one of this port's GIDs (RoCE) and its index.
 int local_gid_index(const uint8_t gid[16]);
 
-}  // namespace softverbs::fabric
+}  // namespace softverbs::verbs

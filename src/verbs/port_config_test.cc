@@ -1,8 +1,8 @@
-#include "fabric/port_config.h"
+#include "verbs/port_config.h"
 
 #include <gtest/gtest.h>
 
-namespace softverbs::fabric {
+namespace softverbs::verbs {
 namespace {
 
 TEST(PortConfig, UnsetIsTheHostDevice) {
@@ -46,4 +46,4 @@ TEST(PortConfig, FaultsParsedOrRefusedByName) {
 }
 
 }  // namespace
-}  // namespace softverbs::fabric
+}  // namespace softverbs::verbs

@@ -1,4 +1,4 @@
-#include "fabric/port_config.h"
+#include "verbs/port_config.h"
 
 #include <arpa/inet.h>
 #include <ifaddrs.h>
@@ -13,7 +13,7 @@
 #include "shm/segment.h"
 #include "util/log.h"
 
-namespace softverbs::fabric {
+namespace softverbs::verbs {
 namespace {
 
 constexpr size_t kMaxGids = 16;
@@ -75,7 +75,7 @@ PortConfig parse_port_config(const char* roce_addr, const char* roce_port, const
   PortConfig c;
   c.device_name = "softverbs0";
   if (faults != nullptr && *faults != '\0') {
-    fault::FaultConfigParse f = fault::parse_fault_config(faults);
+    fabric::fault::FaultConfigParse f = fabric::fault::parse_fault_config(faults);
     if (!f.ok()) {
       c.error = "SOFTVERBS_FAULTS: " + f.error;
       return c;
@@ -149,11 +149,6 @@ std::string device_segment_path() {
   return path + "-v" + std::to_string(shm::kLayoutVersion);
 }
 
-int local_gid_index(const uint8_t gid[16]) {
-  const PortConfig& c = port_config();
-  for (size_t i = 0; i < c.gids.size(); ++i)
-    if (std::memcmp(c.gids[i].data(), gid, 16) == 0) return static_cast<int>(i);
-  return -1;
-}
+int local_gid_index(const uint8_t gid[16]) { return port_config().gid_index(gid); }
 
-}  // namespace softverbs::fabric
+}  // namespace softverbs::verbs

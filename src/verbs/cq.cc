@@ -106,6 +106,8 @@ Result<Cq*> Cq::create(Context* ctx, const ibv_cq_init_attr_ex& attr) {
   cq->slot_ = slot.value();
   cq->shared_ = &seg.cq(cq->slot_);
   cq->channel_ = attr.channel != nullptr ? CompChannel::from(attr.channel) : nullptr;
+  static std::atomic<uint64_t> serial{0};
+  cq->event_token_ = (serial.fetch_add(1, std::memory_order_relaxed) + 1) << kTokenSlotBits | cq->slot_;
   cq->single_threaded_ =
       (attr.comp_mask & IBV_CQ_INIT_ATTR_MASK_FLAGS) && (attr.flags & IBV_CREATE_CQ_ATTR_SINGLE_THREADED);
 
@@ -201,19 +203,19 @@ void Cq::deliver_event() {
     ctx_->raise_async(IBV_EVENT_CQ_ERR, AsyncObject::kCq, this);
   }
   if (channel_ == nullptr) return;
-  Cq* self = this;
-  events_reported_.fetch_add(1, std::memory_order_relaxed);
-  if (::write(channel_->write_fd, &self, sizeof self) != sizeof self)
-    events_reported_.fetch_sub(1, std::memory_order_relaxed);
+  // A full pipe loses the event: the application has that many unread.
+  (void)!::write(channel_->write_fd, &event_token_, sizeof event_token_);
 }
 
 Status Cq::destroy() {
   if (users_.load() != 0) return Status::error(EBUSY);
   Device& dev = ctx_->device();
   dev.remove_cq(slot_);
-  // ibv_destroy_cq(3): wait until every reported event has been acknowledged.
+  // ibv_destroy_cq(3): wait until every event fetched with ibv_get_cq_event
+  // has been acknowledged. Unfetched ones are dropped: no claim can find this
+  // CQ once it left the registry.
   pthread_mutex_lock(&ex_.mutex);
-  while (ex_.comp_events_completed != events_reported_.load() ||
+  while (ex_.comp_events_completed != events_fetched_.load() ||
          ex_.async_events_completed != overrun_reported_.load())
     pthread_cond_wait(&ex_.cond, &ex_.mutex);
   pthread_mutex_unlock(&ex_.mutex);

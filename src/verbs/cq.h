@@ -6,7 +6,11 @@
 // process-local lock (skipped for IBV_CREATE_CQ_ATTR_SINGLE_THREADED).
 //
 // Events: when an armed CQ fires (transport/cq_output.cc), deliver_event()
-// writes the Cq* into its channel's pipe; ibv_get_cq_event reads it there.
+// writes the CQ's event token (its slot and a per-process serial, never a
+// pointer) into its channel's pipe; ibv_get_cq_event reads it there and
+// claims the event (Device::claim_cq_event), skipping the events of CQs
+// destroyed meanwhile. ibv_destroy_cq(3) waits for the acknowledgement of the
+// events that were fetched, not of those still in the pipe.
 #pragma once
 
 #include <infiniband/verbs.h>
@@ -50,6 +54,13 @@ class Cq {
   Status resize(int cqe);
   // The CQ's armed condition was met (or it overran): signal the channel.
   void deliver_event();
+  // What deliver_event writes: the slot in the low bits, a serial above.
+  static constexpr unsigned kTokenSlotBits = 14;
+  static_assert(shm::kMaxCqs <= 1u << kTokenSlotBits);
+  uint64_t event_token() const { return event_token_; }
+  // Registry lock held (Device::claim_cq_event): ibv_get_cq_event took one
+  // of this CQ's events.
+  void note_event_fetched() { events_fetched_.fetch_add(1, std::memory_order_relaxed); }
   Status destroy();
 
   // Extended polling (ibv_start_poll & co): the entry under the cursor.
@@ -85,7 +96,8 @@ class Cq {
   shm::SharedCq* shared_ = nullptr;
   bool single_threaded_ = false;
   SpinMutex poll_mu_;
-  std::atomic<uint32_t> events_reported_{0};
+  uint64_t event_token_ = 0;
+  std::atomic<uint32_t> events_fetched_{0};
   std::atomic<uint32_t> overrun_reported_{0};
   shm::Cqe current_{};
   std::atomic<transport::Link*> receive_fabric_{nullptr};

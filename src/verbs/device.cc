@@ -84,6 +84,15 @@ void Device::deliver_cq_events(uint32_t first_slot, uint64_t bits) {
     if (Cq* cq = cq_at(first_slot + static_cast<uint32_t>(__builtin_ctzll(bits)))) cq->deliver_event();
 }
 
+Cq* Device::claim_cq_event(uint64_t token) {
+  const uint32_t slot = static_cast<uint32_t>(token & ((1u << Cq::kTokenSlotBits) - 1));
+  std::lock_guard lock(registry_mu_);
+  Cq* cq = slot < shm::kMaxCqs ? cq_at(slot) : nullptr;
+  if (cq == nullptr || cq->event_token() != token) return nullptr;
+  cq->note_event_fetched();
+  return cq;
+}
+
 void Device::deliver_qp_event(uint32_t slot, uint64_t bits) {
   if (bits == 0) return;
   std::lock_guard lock(registry_mu_);

@@ -48,6 +48,10 @@ class Device final : public fabric::DeviceHost {
   void add_srq(uint32_t slot, Srq* srq);
   void remove_srq(uint32_t slot);
 
+  // ibv_get_cq_event read `token` from a channel: the CQ it names, with
+  // the event counted as fetched; nullptr when that CQ is gone.
+  Cq* claim_cq_event(uint64_t token);
+
   // Service thread: events and timers for our own objects.
   void deliver_cq_events(uint32_t first_slot, uint64_t bits);
   void deliver_qp_event(uint32_t slot, uint64_t bits);

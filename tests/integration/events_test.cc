@@ -5,6 +5,8 @@
 // for a receive of a message with the Solicited Event bit and for any error
 // completion, never for other successful completions.
 #include <fcntl.h>
+#include <signal.h>
+#include <sys/time.h>
 #include <gtest/gtest.h>
 #include <poll.h>
 
@@ -265,6 +267,76 @@ TEST(Events, ChannelLifetime) {
     EXPECT_EQ(-1, ibv_get_cq_event(channel.get(), &ev_cq, &ev_ctx)) << "an event out of nowhere";
     EXPECT_EQ(0, ibv_destroy_cq(cq.release()));
     EXPECT_EQ(0, ibv_destroy_comp_channel(channel.release()));
+  });
+}
+
+// Regression (issue 18, Open MPI's MPI_Finalize hung): ibv_destroy_cq(3)
+// waits for the acknowledgement of the events that were fetched with
+// ibv_get_cq_event, not of those still queued on the channel; those are
+// dropped with the CQ, and the channel then delivers other CQs' events only.
+TEST(Events, DestroyCqDoesNotWaitForUnfetchedEvents) {
+  run_solo("solo", [](Proc&) {
+    auto ep = Endpoint::open();
+    ASSERT_NE(nullptr, ep);
+    ChannelPtr channel = make_channel(ep->ctx.get());
+    ASSERT_NE(nullptr, channel);
+    CqPtr doomed = create_cq(ep->ctx.get(), 16, channel.get(), nullptr);
+    int marker = 0;
+    CqPtr other = create_cq(ep->ctx.get(), 16, channel.get(), &marker);
+    ASSERT_TRUE(doomed && other);
+    auto a = TestQp::create(ep->ctx.get(), ep->pd.get(), ep->port, QpConfig{}, nullptr, doomed.get());
+    auto b = TestQp::create(ep->ctx.get(), ep->pd.get(), ep->port, QpConfig{}, nullptr, other.get());
+    ASSERT_TRUE(a && b);
+    // Three flush completions, each after arming: three events on the channel.
+    auto buf = Region::create(ep->pd.get(), 64);
+    ASSERT_NE(nullptr, buf);
+    ASSERT_TRUE(a->to_init());
+    for (uint64_t id = 1; id <= 3; ++id) {
+      ASSERT_EQ(0, ibv_req_notify_cq(doomed.get(), 0));
+      ASSERT_TRUE(post_recv(*a, id, {buf->sge(0, 64)}));
+      if (id == 1) {
+        ASSERT_TRUE(a->to_state(IBV_QPS_ERR));
+      }
+      ibv_wc wc{};
+      ASSERT_TRUE(poll_one(doomed.get(), &wc));
+    }
+    // One fetched and acknowledged; two left in the channel.
+    ASSERT_TRUE(get_and_ack(channel.get(), doomed.get(), nullptr));
+    a.reset();
+    const auto start = Clock::now();
+    EXPECT_EQ(0, ibv_destroy_cq(doomed.release()));
+    EXPECT_LT(ms_since(start), 5000.0) << "destroy waited for events never fetched";
+    // The channel now carries the other CQ's event, not the destroyed CQ's.
+    ASSERT_EQ(0, ibv_req_notify_cq(other.get(), 0));
+    ASSERT_TRUE(b->to_init());
+    ASSERT_TRUE(post_recv(*b, 9, {buf->sge(0, 64)}));
+    ASSERT_TRUE(b->to_state(IBV_QPS_ERR));
+    ASSERT_TRUE(get_and_ack(channel.get(), other.get(), &marker));
+  });
+}
+
+// Regression (issue 18, qperf hung): a signal that interrupts
+// ibv_get_cq_event makes it return -1 with errno EINTR, as rdma-core's does.
+TEST(Events, GetCqEventReturnsEintrWhenInterrupted) {
+  run_solo("solo", [](Proc&) {
+    auto ep = Endpoint::open();
+    ASSERT_NE(nullptr, ep);
+    ChannelPtr channel = make_channel(ep->ctx.get());
+    ASSERT_NE(nullptr, channel);
+    CqPtr cq = create_cq(ep->ctx.get(), 16, channel.get(), nullptr);
+    ASSERT_NE(nullptr, cq);
+    struct sigaction on_alarm{};
+    on_alarm.sa_handler = [](int) {};
+    on_alarm.sa_flags = 0;  // no SA_RESTART: the read is interrupted
+    ASSERT_EQ(0, sigaction(SIGALRM, &on_alarm, nullptr));
+    itimerval in_50ms{};
+    in_50ms.it_value.tv_usec = 50'000;
+    ASSERT_EQ(0, setitimer(ITIMER_REAL, &in_50ms, nullptr));
+    ibv_cq* ev_cq = nullptr;
+    void* ev_ctx = nullptr;
+    errno = 0;
+    EXPECT_EQ(-1, ibv_get_cq_event(channel.get(), &ev_cq, &ev_ctx));
+    EXPECT_EQ(EINTR, errno) << errno_name(errno);
   });
 }
 

@@ -75,12 +75,16 @@ SV_EXPORT int ibv_get_cq_event(ibv_comp_channel* channel, ibv_cq** cq, void** cq
     return -1;
   }
   Cq* got = nullptr;
-  for (;;) {
-    ssize_t n = ::read(channel->fd, &got, sizeof got);
-    if (n == static_cast<ssize_t>(sizeof got)) break;
-    if (n < 0 && errno == EINTR) continue;
-    if (n >= 0) errno = EIO;
-    return -1;
+  while (got == nullptr) {
+    uint64_t token = 0;
+    // As rdma-core's: a signal that interrupts the wait returns -1 with
+    // errno EINTR (qperf ends its tests with SIGALRM and counts on it).
+    const ssize_t n = ::read(channel->fd, &token, sizeof token);
+    if (n != static_cast<ssize_t>(sizeof token)) {
+      if (n >= 0) errno = EIO;
+      return -1;
+    }
+    got = Context::from(channel->context)->device().claim_cq_event(token);  // nullptr: that CQ is gone
   }
   *cq = got->ibv();
   *cq_context = got->ibv()->cq_context;

@@ -24,7 +24,7 @@ TEST(Objects, DeviceListOpenCloseRepeated) {
       EXPECT_EQ(nullptr, list[num]) << "the device list is NULL-terminated";
       ibv_device* dev = nullptr;
       for (int i = 0; i < num; ++i) {
-        if (std::strcmp(ibv_get_device_name(list[i]), kDeviceName) == 0) dev = list[i];
+        if (std::strcmp(ibv_get_device_name(list[i]), device_name()) == 0) dev = list[i];
       }
       ASSERT_NE(nullptr, dev);
       EXPECT_NE(0u, ibv_get_device_guid(dev));

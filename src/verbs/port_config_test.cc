@@ -14,7 +14,7 @@ TEST(PortConfig, UnsetIsTheHostDevice) {
 }
 
 TEST(PortConfig, RoceAddressesBecomeGidsInOrder) {
-  const PortConfig c = parse_port_config("10.0.0.1,fd00::2", "5000", "4096");
+  const PortConfig c = parse_port_config("10.0.0.1,fd00::2", "5000", "2048");
   ASSERT_TRUE(c.error.empty()) << c.error;
   EXPECT_TRUE(c.roce);
   EXPECT_EQ("softverbs_roce0", c.device_name);
@@ -24,7 +24,7 @@ TEST(PortConfig, RoceAddressesBecomeGidsInOrder) {
   EXPECT_EQ(0xfd, c.gids[1][0]);
   EXPECT_EQ(2, c.gids[1][15]);
   EXPECT_EQ(5000, c.udp_port);
-  EXPECT_EQ(IBV_MTU_4096, c.mtu);
+  EXPECT_EQ(IBV_MTU_2048, c.mtu);  // not the default (IBV_MTU_4096), so the value was parsed
 }
 
 TEST(PortConfig, BadValuesAreNamed) {

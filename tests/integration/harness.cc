@@ -239,6 +239,10 @@ void drain_reports(Child& c, bool* eof) {
   delete listeners.Release(listeners.default_xml_generator());
   auto* forwarder = new ForwardingListener(report[rank][1]);
   listeners.Append(forwarder);  // owned by gtest
+  // Before the body: the library reads these when the device is first opened.
+  std::vector<std::pair<std::string, std::string>> env = host_env(rank);
+  env.insert(env.end(), procs[rank].env.begin(), procs[rank].env.end());
+  for (const auto& [name, value] : env) ::setenv(name.c_str(), value.c_str(), 1);
 
   {
     Proc proc(rank, n, procs[rank].name, std::move(links));
@@ -613,6 +617,22 @@ const std::string& device_path() {
     return p;
   }();
   return path;
+}
+
+bool roce_loopback() {
+  const char* v = std::getenv("SOFTVERBS_ITEST_ROCE_LOOPBACK");
+  return v != nullptr && std::strcmp(v, "1") == 0;
+}
+
+std::vector<std::pair<std::string, std::string>> host_env(int rank) {
+  if (!roce_loopback()) return {};
+  if (rank < 0 || rank >= kMaxHosts) {
+    ADD_FAILURE() << "SOFTVERBS_ITEST_ROCE_LOOPBACK: no host for rank " << rank;
+    return {};
+  }
+  // Linux answers all of 127.0.0.0/8 on lo; nothing leaves the machine.
+  return {{"SOFTVERBS_ROCE_ADDR", "127.0.0." + std::to_string(rank + 1)},
+          {"SOFTVERBS_DEVICE_PATH", device_path() + "-host" + std::to_string(rank)}};
 }
 
 }  // namespace softverbs::integration

@@ -27,6 +27,13 @@
 //  5. Deadlines (never lower bounds on elapsed time) are multiplied by
 //     time_scale(): 1 normally, more under sanitizers or when
 //     SOFTVERBS_ITEST_TIME_SCALE says so.
+//  6. A child may get environment variables of its own (host_env(rank), then
+//     ProcSpec::env), set before its body runs and so before the library reads
+//     them when the device is first opened. With SOFTVERBS_ITEST_ROCE_LOOPBACK=1
+//     every child is a host of its own: the RoCE device softverbs_roce0 on
+//     127.0.0.<rank + 1> (SOFTVERBS_ROCE_PORT as the entry sets it) with a
+//     device segment of its own, so that what moves between children goes
+//     over UDP.
 //
 // Thread-safety: run_procs() is called from the gtest main thread only. A Link
 // is used by one thread at a time. Assertions may be used from any thread of a
@@ -43,6 +50,7 @@
 #include <string>
 #include <string_view>
 #include <type_traits>
+#include <utility>
 #include <vector>
 
 namespace softverbs::integration {
@@ -175,6 +183,8 @@ struct ProcSpec {
   std::function<void(Proc&)> body;
   // The test SIGKILLs this child on purpose (it may also exit cleanly).
   bool expect_sigkill = false;
+  // Set in the child (after host_env) before its body runs.
+  std::vector<std::pair<std::string, std::string>> env;
 };
 
 struct RunOptions {
@@ -202,5 +212,12 @@ void note(const char* fmt, ...) __attribute__((format(printf, 1, 2)));
 // The device instance for this binary (SOFTVERBS_DEVICE_PATH; set by the
 // harness to a private /dev/shm path when unset).
 const std::string& device_path();
+
+// Whether SOFTVERBS_ITEST_ROCE_LOOPBACK=1: each child is a RoCE host of its own.
+bool roce_loopback();
+// The environment that makes the child of rank `rank` its own host (see the
+// contract, 6.): empty unless roce_loopback(). Ranks 0 .. kMaxHosts-1.
+inline constexpr int kMaxHosts = 16;
+std::vector<std::pair<std::string, std::string>> host_env(int rank);
 
 }  // namespace softverbs::integration

@@ -24,7 +24,7 @@ TEST(Objects, DeviceListOpenCloseRepeated) {
       EXPECT_EQ(nullptr, list[num]) << "the device list is NULL-terminated";
       ibv_device* dev = nullptr;
       for (int i = 0; i < num; ++i) {
-        if (std::strcmp(ibv_get_device_name(list[i]), kDeviceName) == 0) dev = list[i];
+        if (std::strcmp(ibv_get_device_name(list[i]), device_name()) == 0) dev = list[i];
       }
       ASSERT_NE(nullptr, dev);
       EXPECT_NE(0u, ibv_get_device_guid(dev));
@@ -345,8 +345,12 @@ TEST(Objects, QueryQpReturnsWhatWasSet) {
     r.rnr_retry = 6;
     ASSERT_EQ(0, ibv_modify_qp(q, &r, kRtsMask));
 
-    ibv_qp_attr got{};
-    ibv_qp_init_attr init{};
+    // Filled with a byte no checked field holds, so that each check below
+    // sees what ibv_query_qp wrote, not what the test left there.
+    ibv_qp_attr got;
+    ibv_qp_init_attr init;
+    std::memset(&got, 0xA5, sizeof got);
+    std::memset(&init, 0xA5, sizeof init);
     const int all = kInitMask | kRtrMask | kRtsMask | IBV_QP_CAP;
     ASSERT_EQ(0, ibv_query_qp(q, &got, all, &init));
     EXPECT_EQ(IBV_QPS_RTS, got.qp_state);
@@ -368,6 +372,8 @@ TEST(Objects, QueryQpReturnsWhatWasSet) {
     EXPECT_EQ(1, got.ah_attr.is_global);
     EXPECT_EQ(0, std::memcmp(got.ah_attr.grh.dgid.raw, sm.ep->port.gid.raw, 16));
     EXPECT_EQ(3, got.ah_attr.grh.hop_limit);
+    EXPECT_EQ(0, got.ah_attr.grh.sgid_index);
+    EXPECT_EQ(0, got.ah_attr.sl);
     EXPECT_GE(got.cap.max_send_wr, 64u);
     EXPECT_GE(got.cap.max_recv_wr, 64u);
     EXPECT_EQ(qp.cap().max_send_wr, got.cap.max_send_wr);

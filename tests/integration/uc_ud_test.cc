@@ -6,6 +6,7 @@
 // atomics are not UC operations (IBA Table 37).
 #include <arpa/inet.h>
 #include <gtest/gtest.h>
+#include <unistd.h>
 
 #include <cstring>
 
@@ -25,6 +26,9 @@ uint64_t load64(const uint8_t* p) {
 }
 void store64(uint8_t* p, uint64_t v) { std::memcpy(p, &v, sizeof v); }
 constexpr uint32_t kQkey = 0x11111111;
+// UcOps: where the WRITE that follows the lost SEND lands, and what it writes.
+constexpr size_t kMarkerOffset = 8192 - 8;
+constexpr uint64_t kArrivedMarker = 0x5EE5A11BEFA11ull;
 
 QpConfig ud_config() {
   QpConfig c;
@@ -46,11 +50,12 @@ struct AhDeleter {
 };
 using AhPtr = std::unique_ptr<ibv_ah, AhDeleter>;
 
+// `global` or on a RoCE port (where every AH is global): by GID.
 AhPtr make_ah(Endpoint& ep, const QpInfo& to, bool global) {
   ibv_ah_attr a{};
   a.dlid = to.lid;
   a.port_num = to.port;
-  if (global) {
+  if (global || ep.port.roce()) {
     a.is_global = 1;
     std::memcpy(a.grh.dgid.raw, to.gid, 16);
     a.grh.sgid_index = 0;
@@ -134,14 +139,22 @@ TEST(UdSend, DatagramsLandAfterTheGrhRoom) {
             want.src_qp = peer.qpn;
             if (k == 2) want.imm = 0xCAFE;
             EXPECT_TRUE(check_wc(wcs[k], want));
-            EXPECT_EQ(global != 0, (wcs[k].wc_flags & IBV_WC_GRH) != 0);
+            // RoCE datagrams always carry their IP header (IBV_WC_GRH set).
+            const bool with_grh = global != 0 || ep->port.roce();
+            EXPECT_EQ(with_grh, (wcs[k].wc_flags & IBV_WC_GRH) != 0);
             const uint8_t* slot = dst->data() + k * kSlot;
             EXPECT_TRUE(expect_pattern(slot + kGrh, sizes[k], 0x0D00 + global * 100 + k, "payload"));
             EXPECT_TRUE(expect_fill(slot + kGrh + sizes[k], 64, kGuardByte, "past the datagram"));
-            if (global != 0) {
-              EXPECT_EQ(6, slot[0] >> 4) << "GRH IP version";
-              EXPECT_EQ(0x1b, slot[6]) << "GRH next header";
-              EXPECT_EQ(0, std::memcmp(slot + 8, peer.gid, 16)) << "GRH source GID";
+            if (with_grh) {
+              if (!ep->port.roce()) {
+                EXPECT_EQ(6, slot[0] >> 4) << "GRH IP version";
+                EXPECT_EQ(0x1b, slot[6]) << "GRH next header";
+                EXPECT_EQ(0, std::memcmp(slot + 8, peer.gid, 16)) << "GRH source GID";
+              } else {  // RoCEv2 over IPv4: the IPv4 header in the last 20 bytes
+                EXPECT_EQ(0x45, slot[20]) << "IPv4 version and header length";
+                EXPECT_EQ(17, slot[20 + 9]) << "IPv4 protocol UDP";
+                EXPECT_EQ(0, std::memcmp(slot + 20 + 12, peer.gid + 12, 4)) << "IPv4 source address";
+              }
               ibv_ah_attr back{};
               ASSERT_EQ(0, ibv_init_ah_from_wc(ep->ctx.get(), 1, &wcs[k], reinterpret_cast<ibv_grh*>(const_cast<uint8_t*>(slot)), &back));
               EXPECT_TRUE(back.is_global);
@@ -249,6 +262,12 @@ TEST(UcOps, SendWriteNoAcksNoReadsNoAtomics) {
         fill_pattern(src->data(), 100, 0xAA);
         Wr lost = wr_send(1, {src->sge(0, 100)});
         ASSERT_TRUE(run_wr(qp, lost)) << "an unacknowledged SEND completes at the sender";
+        // A WRITE after it (the next PSN) tells the receiver that the SEND has
+        // arrived and was dropped; on the UDP fabric it is still in flight when
+        // the sender's completion comes.
+        store64(src->data() + 3 * 4096 - 8, kArrivedMarker);
+        Wr marker = wr_write(7, {src->sge(3 * 4096 - 8, 8)}, target.at(kMarkerOffset));
+        ASSERT_TRUE(run_wr(qp, marker));
         ASSERT_TRUE(p.peer().signal("sent one"));
         ASSERT_TRUE(p.peer().wait("posted"));
         fill_pattern(src->data(), 10000, 0xBB);
@@ -280,6 +299,12 @@ TEST(UcOps, SendWriteNoAcksNoReadsNoAtomics) {
         ASSERT_TRUE(p.peer().send(target->remote()));
         ASSERT_TRUE(p.peer().signal("no receive posted"));
         ASSERT_TRUE(p.peer().wait("sent one"));
+        const Deadline marker_deadline = Deadline::op();
+        while (__atomic_load_n(reinterpret_cast<uint64_t*>(target->data() + kMarkerOffset), __ATOMIC_ACQUIRE) !=
+               kArrivedMarker) {
+          ASSERT_FALSE(marker_deadline.expired()) << "the WRITE after the lost SEND never arrived";
+          ::usleep(100);
+        }
         EXPECT_TRUE(expect_no_completion(qp.recv_cq(), Millis(50), "for the lost SEND"));
         ASSERT_TRUE(post_recv(qp, 10, {dst->sge(0, 16384)}));
         ASSERT_TRUE(post_recv(qp, 11, {dst->sge(0, 64)}));

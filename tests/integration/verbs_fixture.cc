@@ -17,6 +17,12 @@
 namespace softverbs::integration {
 namespace {
 
+std::string gid_text(const uint8_t gid[16]) {
+  char text[INET6_ADDRSTRLEN] = "?";
+  ::inet_ntop(AF_INET6, gid, text, sizeof text);
+  return text;
+}
+
 std::string hex(uint64_t v) {
   std::ostringstream out;
   out << "0x" << std::hex << v;
@@ -174,12 +180,17 @@ void DestroyChannel::operator()(ibv_comp_channel* p) const {
   }
 }
 
+const char* device_name() {
+  const char* roce = std::getenv("SOFTVERBS_ROCE_ADDR");
+  return roce != nullptr && *roce != '\0' ? "softverbs_roce0" : "softverbs0";
+}
+
 ContextPtr open_device() {
   int num = 0;
   errno = 0;
   ibv_device** list = ibv_get_device_list(&num);
   if (list == nullptr) {
-    ADD_FAILURE() << "no " << kDeviceName << " device: ibv_get_device_list failed with "
+    ADD_FAILURE() << "no " << device_name() << " device: ibv_get_device_list failed with "
                   << errno_name(errno);
     return nullptr;
   }
@@ -188,17 +199,17 @@ ContextPtr open_device() {
   for (int i = 0; i < num && list[i] != nullptr; ++i) {
     const char* name = ibv_get_device_name(list[i]);
     names += std::string(names.empty() ? "" : ", ") + (name != nullptr ? name : "(null)");
-    if (name != nullptr && std::strcmp(name, kDeviceName) == 0) found = list[i];
+    if (name != nullptr && std::strcmp(name, device_name()) == 0) found = list[i];
   }
   ContextPtr ctx;
   if (found == nullptr) {
-    ADD_FAILURE() << "no " << kDeviceName << " device among " << num << " ("
+    ADD_FAILURE() << "no " << device_name() << " device among " << num << " ("
                   << (names.empty() ? "none" : names) << ")";
   } else {
     errno = 0;
     ctx.reset(ibv_open_device(found));
     if (!ctx) {
-      ADD_FAILURE() << "ibv_open_device(" << kDeviceName << "): " << errno_name(errno);
+      ADD_FAILURE() << "ibv_open_device(" << device_name() << "): " << errno_name(errno);
     }
   }
   ibv_free_device_list(list);
@@ -241,6 +252,20 @@ bool query_port_info(ibv_context* ctx, PortInfo* out) {
     return false;
   }
   return true;
+}
+
+bool is_local_gid(ibv_context* ctx, const PortInfo& port, const uint8_t gid[16]) {
+  for (int i = 0; i < port.attr.gid_tbl_len; ++i) {
+    ibv_gid mine{};
+    const int rc = ibv_query_gid(ctx, kPort, i, &mine);
+    if (rc != 0) {
+      if (i > 0) break;  // a table shorter than gid_tbl_len ends here
+      ADD_FAILURE() << "ibv_query_gid(0): " << errno_name(rc < 0 ? errno : rc);
+      return true;
+    }
+    if (std::memcmp(mine.raw, gid, 16) == 0) return true;
+  }
+  return false;
 }
 
 // ---- memory -----------------------------------------------------------------
@@ -375,11 +400,11 @@ bool TestQp::to_rtr(const QpInfo& remote) {
     attr.path_mtu = config_.path_mtu;
     attr.dest_qp_num = remote.qpn;
     attr.rq_psn = remote.psn;
-    attr.ah_attr.dlid = remote.lid;
+    attr.ah_attr.dlid = port_.roce() ? 0 : remote.lid;
     attr.ah_attr.sl = 0;
     attr.ah_attr.src_path_bits = 0;
     attr.ah_attr.port_num = kPort;
-    if (config_.use_grh) {
+    if (config_.use_grh || port_.roce()) {
       attr.ah_attr.is_global = 1;
       std::memcpy(attr.ah_attr.grh.dgid.raw, remote.gid, sizeof remote.gid);
       attr.ah_attr.grh.sgid_index = 0;
@@ -499,6 +524,13 @@ bool connect_over(Link& link, const std::vector<TestQp*>& qps) {
     return false;
   }
   for (size_t i = 0; i < qps.size(); ++i) {
+    const PortInfo& port = qps[i]->port();
+    if (port.roce() && is_local_gid(qps[i]->get()->context, port, theirs[i].gid)) {
+      ADD_FAILURE() << "the peer's GID " << gid_text(theirs[i].gid)
+                    << " is one of this port's: its QP would take the host fabric, not UDP"
+                       " (are both processes on one SOFTVERBS_ROCE_ADDR?)";
+      return false;
+    }
     if (!qps[i]->connect(theirs[i])) return false;
   }
   // Both sides must be in RTR before either sends: meet once more.

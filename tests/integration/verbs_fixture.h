@@ -17,6 +17,10 @@
 //     (min_rnr_timer, max_dest_rd_atomic, access) of *this* QP. qp_type
 //     selects the RESET→INIT→RTR→RTS attribute sets (RC and UC now; UD and an
 //     SRQ slot in through the same fields).
+//  5. On an Ethernet (RoCE) port every address vector is global: GID index
+//     0, the peer's GID (QpInfo::gid), no LID. connect_over() checks that the
+//     peer's GID is none of this port's, so that the connection takes the UDP
+//     fabric (a destination GID of this host would keep the host fabric).
 //
 // Thread-safety: objects are used by one thread at a time, like the verbs
 // they wrap; the events suite documents its own threads.
@@ -35,7 +39,9 @@
 
 namespace softverbs::integration {
 
-inline constexpr char kDeviceName[] = "softverbs0";
+// The device this process opens: softverbs_roce0 when SOFTVERBS_ROCE_ADDR is
+// set in its environment (as host_env() sets it), else softverbs0.
+const char* device_name();
 inline constexpr uint8_t kPort = 1;
 inline constexpr int kAllAccess = IBV_ACCESS_LOCAL_WRITE | IBV_ACCESS_REMOTE_WRITE |
                                   IBV_ACCESS_REMOTE_READ | IBV_ACCESS_REMOTE_ATOMIC;
@@ -66,7 +72,7 @@ using QpPtr = std::unique_ptr<ibv_qp, DestroyQp>;
 using MrPtr = std::unique_ptr<ibv_mr, DeregMr>;
 using ChannelPtr = std::unique_ptr<ibv_comp_channel, DestroyChannel>;
 
-// Opens softverbs0; ADD_FAILURE (listing the devices found) and nullptr if absent.
+// Opens device_name(); ADD_FAILURE (listing the devices found) and nullptr if absent.
 ContextPtr open_device();
 CqPtr create_cq(ibv_context* ctx, int cqe, ibv_comp_channel* channel = nullptr,
                 void* cq_context = nullptr);
@@ -80,8 +86,12 @@ int drain_async_events(ibv_context* ctx);
 struct PortInfo {
   ibv_port_attr attr{};
   ibv_gid gid{};  // index 0
+  bool roce() const { return attr.link_layer == IBV_LINK_LAYER_ETHERNET; }
 };
 [[nodiscard]] bool query_port_info(ibv_context* ctx, PortInfo* out);
+// Whether `gid` is one of the GIDs of `ctx`'s port (ibv_query_gid over the
+// table); ADD_FAILURE and true if the table cannot be read.
+bool is_local_gid(ibv_context* ctx, const PortInfo& port, const uint8_t gid[16]);
 
 // ---- memory -----------------------------------------------------------------
 // Page-aligned, zero-filled memory (at least one page is allocated, so a
@@ -176,6 +186,7 @@ class TestQp {
   ibv_cq* recv_cq() const { return recv_cq_; }
   const ibv_qp_cap& cap() const { return cap_; }  // as ibv_create_qp returned it
   const QpConfig& config() const { return config_; }
+  const PortInfo& port() const { return port_; }
   uint32_t psn() const { return psn_; }
   QpInfo info() const;
 

@@ -170,6 +170,20 @@ Path path_cap() {
   return cap;
 }
 
+bool path_strict() {
+  static const bool strict = [] {
+    const char* v = std::getenv("SOFTVERBS_HOST_PATH_STRICT");
+    if (v == nullptr || std::strcmp(v, "1") != 0) return false;
+    const char* path = std::getenv("SOFTVERBS_HOST_PATH");
+    if (path == nullptr || std::strcmp(path, "auto") == 0) {
+      SV_LOG(kWarn, "SOFTVERBS_HOST_PATH_STRICT=1 needs SOFTVERBS_HOST_PATH=map|cma|bounce; ignored");
+      return false;
+    }
+    return true;
+  }();
+  return strict;
+}
+
 void release_stale_mappings() { MapCache::get().release_stale(); }
 
 PeerMemory::PeerMemory(shm::Segment& seg, shm::OwnerId target)
@@ -263,6 +277,13 @@ Status PeerMemory::bounce(const shm::SharedMr& mr, uint64_t va, uint64_t length,
   return Status::ok();
 }
 
+// SOFTVERBS_HOST_PATH_STRICT: the capped path could not carry this transfer.
+Status PeerMemory::refuse_fallback(const char* why) {
+  SV_LOG_RATELIMITED(kWarn, "SOFTVERBS_HOST_PATH_STRICT: %s path unavailable to pid %d (%s); request refused",
+                     path_name(path_cap()), pid_, why);
+  return Status::error(EPERM);
+}
+
 // One path choice for both directions: map, then CMA, then bounce.
 Status PeerMemory::transfer(const shm::SharedMr& mr, uint64_t va, uint64_t length, const transport::IoList& local,
                             uint64_t local_offset, bool to_target) {
@@ -276,6 +297,7 @@ Status PeerMemory::transfer(const shm::SharedMr& mr, uint64_t va, uint64_t lengt
       transport::scatter_from(c, p, length);
     return Status::ok();
   }
+  if (path_cap() == Path::kMap && path_strict()) return refuse_fallback("the region is not mapped here");
   MapCache& cache = MapCache::get();
   if (path_cap() <= Path::kCma && !(cache.refused(target_) & kCmaRefused)) {
     Status s = cma(mr, va, length, local, local_offset, to_target);
@@ -284,6 +306,7 @@ Status PeerMemory::transfer(const shm::SharedMr& mr, uint64_t va, uint64_t lengt
       return s;
     }
     if (s.code() != EPERM && s.code() != EACCES && s.code() != ENOSYS) return s;
+    if (path_strict()) return refuse_fallback(std::strerror(s.code()));
     cache.refuse(target_, kCmaRefused);
   }
   return bounce(mr, va, length, &local, local_offset, to_target ? shm::BounceOp::kWrite : shm::BounceOp::kRead, 0, 0,
@@ -309,6 +332,7 @@ Status PeerMemory::atomic(const shm::SharedMr& mr, uint64_t va, transport::Atomi
     *original = transport::LocalMemory::do_atomic(reinterpret_cast<uint64_t*>(p), op, compare_add, swap);
     return Status::ok();
   }
+  if (path_cap() == Path::kMap && path_strict()) return refuse_fallback("the region is not mapped here");
   return bounce(mr, va, 8, nullptr, 0,
                 op == transport::AtomicOp::kCmpSwap ? shm::BounceOp::kCmpSwap : shm::BounceOp::kFetchAdd,
                 compare_add, swap, original);

@@ -6,7 +6,12 @@
 //           atomics go through bounce, since two syscalls are not atomic;
 //   bounce: a request slot in the owner's ProcessSlot, served by its sleeping
 //           service thread (bounce_server.h) — works under any ptrace policy.
-// SOFTVERBS_HOST_PATH=map|cma|bounce caps the choice (auto = best).
+// SOFTVERBS_HOST_PATH=map|cma|bounce caps the choice (auto = best). With
+// SOFTVERBS_HOST_PATH_STRICT=1 as well, that path is the only one: a transfer
+// it cannot carry fails (the request is answered with a remote operational
+// error, and a warning is logged) instead of falling back to a slower one —
+// for tests and measurements that must know which path ran. cma's atomics
+// still go through bounce, which is how that path does atomics.
 //
 // Thread-safety: PeerMemory objects are cheap, per-request, single-threaded;
 // the mapping cache behind them is shared by the process and thread-safe.
@@ -23,6 +28,8 @@ enum class Path : uint8_t { kLocal = 0, kMap = 1, kCma = 2, kBounce = 3 };
 const char* path_name(Path p);
 // The best path this process may use, from SOFTVERBS_HOST_PATH.
 Path path_cap();
+// SOFTVERBS_HOST_PATH_STRICT=1 with SOFTVERBS_HOST_PATH=map|cma|bounce: no fallback.
+bool path_strict();
 
 class PeerMemory final : public transport::TargetMemory {
  public:
@@ -49,6 +56,7 @@ class PeerMemory final : public transport::TargetMemory {
              uint64_t local_offset, bool to_target);
   Status bounce(const shm::SharedMr& mr, uint64_t va, uint64_t length, const transport::IoList* local,
                 uint64_t local_offset, shm::BounceOp op, uint64_t a, uint64_t b, uint64_t* original);
+  Status refuse_fallback(const char* why);
   void note(Path p) {
     if (p > used_) used_ = p;
   }

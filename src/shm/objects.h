@@ -148,6 +148,8 @@ struct ResponderState {
   uint64_t write_va;        // WRITE: next remote address
   uint32_t write_rkey;
   uint32_t write_remaining;
+  uint32_t write_length;    // WRITE: the whole message (its RETH), for a receive completion
+  uint32_t reserved0;
   uint32_t recv_offset;     // SEND: bytes placed so far
   uint32_t recv_valid;      // a receive WQE has been taken for the message
   uint64_t recv_wr_id;

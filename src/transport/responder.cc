@@ -262,6 +262,7 @@ Response Responder::on_write() {
     st_.write_va = req_.va;
     st_.write_rkey = req_.rkey;
     st_.write_remaining = req_.dma_length;
+    st_.write_length = req_.dma_length;
   }
   const uint64_t n = req_.payload.bytes;
   if (n > st_.write_remaining || (req_.last && n != st_.write_remaining)) return fail(RespError::kLengthMismatch);
@@ -285,7 +286,8 @@ Response Responder::on_write() {
     shm::add_single_writer(qp_.counters.received_messages, 1);
     if (req_.has_imm) {
       st_.msn = (st_.msn + 1) & kPsnMask;
-      complete_recv(IBV_WC_SUCCESS, req_.dma_length, true, IBV_WC_RECV_RDMA_WITH_IMM);
+      // The LAST packet carries no RETH: the length is the first packet's (IBA 9.4.3).
+      complete_recv(IBV_WC_SUCCESS, st_.write_length, true, IBV_WC_RECV_RDMA_WITH_IMM);
     } else {
       st_.msn = (st_.msn + 1) & kPsnMask;
     }

@@ -393,3 +393,26 @@ TEST_F(ProtocolTest, MultiPacketReadIsOneRequest) {
 
 }  // namespace
 }  // namespace softverbs
+
+namespace softverbs {
+namespace {
+
+// Regression: a WRITE_WITH_IMM of several packets completes its receive WQE
+// with the whole message's length, which only the FIRST packet's RETH names
+// (IBA 9.4.3); the LAST packet, which completes it, carries none.
+TEST_F(ProtocolTest, MultiPacketWriteWithImmCompletesWithItsLength) {
+  fill_a(0, 1000);
+  post_recv_b(0, 0);
+  post(IBV_WR_RDMA_WRITE_WITH_IMM, 0, 1000, 200);
+  link_->run();
+  ASSERT_EQ(completions().size(), 1u);
+  shm::Cqe cqe;
+  ASSERT_TRUE(shm::cq_pop(*seg_, seg_->cq(kCqB), &cqe));
+  EXPECT_EQ(cqe.status, IBV_WC_SUCCESS);
+  EXPECT_EQ(cqe.opcode, IBV_WC_RECV_RDMA_WITH_IMM);
+  EXPECT_EQ(cqe.byte_len, 1000u);
+  EXPECT_TRUE(same(mem_b_, 200, mem_a_, 0, 1000));
+}
+
+}  // namespace
+}  // namespace softverbs

@@ -1,9 +1,11 @@
 // Address handles.
+#include <algorithm>
 #include <cstring>
 #include <new>
 
 #include "abi/ibverbs/abi.h"
 #include "verbs/ah.h"
+#include "verbs/port_config.h"
 
 using softverbs::abi::fail;
 using softverbs::verbs::Ah;
@@ -44,12 +46,27 @@ SV_EXPORT int ibv_init_ah_from_wc(ibv_context* ctx, uint8_t port_num, ibv_wc* wc
   if (wc->wc_flags & IBV_WC_GRH) {
     if (grh == nullptr) return EINVAL;
     ah_attr->is_global = 1;
-    ah_attr->grh.dgid = grh->sgid;
-    const uint32_t flow = be32toh(grh->version_tclass_flow);
-    ah_attr->grh.flow_label = flow & 0xfffff;
-    ah_attr->grh.traffic_class = static_cast<uint8_t>((flow >> 20) & 0xff);
     ah_attr->grh.hop_limit = 0xff;
-    ah_attr->grh.sgid_index = 0;
+    const uint32_t flow = be32toh(grh->version_tclass_flow);
+    const auto* ipv4 = reinterpret_cast<const uint8_t*>(grh) + 20;
+    if (flow >> 28 == 6) {  // an IB GRH, or RoCEv2 over IPv6: the same 40 bytes
+      ah_attr->grh.dgid = grh->sgid;
+      ah_attr->grh.flow_label = flow & 0xfffff;
+      ah_attr->grh.traffic_class = static_cast<uint8_t>((flow >> 20) & 0xff);
+      ah_attr->grh.sgid_index = static_cast<uint8_t>(std::max(0, softverbs::verbs::local_gid_index(grh->dgid.raw)));
+    } else if (ipv4[0] >> 4 == 4) {
+      // RoCEv2 over IPv4: the IPv4 header in the last 20 bytes (annex
+      // A17.4.5.1); its addresses are the IPv4-mapped GIDs.
+      uint8_t source[16] = {0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0xff, 0xff};
+      uint8_t dest[16] = {0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0xff, 0xff};
+      std::memcpy(source + 12, ipv4 + 12, 4);
+      std::memcpy(dest + 12, ipv4 + 16, 4);
+      std::memcpy(ah_attr->grh.dgid.raw, source, 16);
+      ah_attr->grh.traffic_class = ipv4[1];
+      ah_attr->grh.sgid_index = static_cast<uint8_t>(std::max(0, softverbs::verbs::local_gid_index(dest)));
+    } else {
+      return EINVAL;  // neither a GRH nor an IP header
+    }
   }
   return 0;
 }

@@ -9,6 +9,8 @@
 #include <fcntl.h>
 #include <gtest/gtest.h>
 
+#include <unistd.h>
+
 #include <climits>
 #include <cstring>
 
@@ -448,6 +450,44 @@ TEST(BadInput, MrOfAnotherPdOnTheDataPath) {
     Wr w = wr_send(1, {foreign->sge(0, 64)});
     ASSERT_TRUE(run_wr_expect(*lp.a, w, IBV_WC_LOC_PROT_ERR));
     EXPECT_TRUE(lp.a->wait_state(IBV_QPS_ERR));
+  });
+}
+
+}  // namespace
+}  // namespace softverbs::integration
+
+namespace softverbs::integration {
+namespace {
+
+// What softverbs does not offer fails the documented way and, with
+// SOFTVERBS_LOG=debug, says which verb it was (issue 18: "unsupported verbs
+// log nothing").
+TEST(BadInput, UnsupportedVerbsNameThemselvesInTheDebugLog) {
+  run_solo("solo", [](Proc&) {
+    ASSERT_EQ(0, ::setenv("SOFTVERBS_LOG", "debug", 1));  // before the library's first log call
+    int pipe_fds[2];
+    ASSERT_EQ(0, ::pipe(pipe_fds));
+    const int saved = ::dup(STDERR_FILENO);
+    ASSERT_GE(saved, 0);
+    ASSERT_EQ(STDERR_FILENO, ::dup2(pipe_fds[1], STDERR_FILENO));
+    errno = 0;
+    ibv_context* imported = ibv_import_device(-1);
+    const int import_errno = errno;
+    auto ep = Endpoint::open();
+    const int mcast_rc = ep ? ibv_attach_mcast(nullptr, nullptr, 0) : -1;
+    ::dup2(saved, STDERR_FILENO);
+    ::close(saved);
+    ::close(pipe_fds[1]);
+    std::string log;
+    char buf[4096];
+    for (ssize_t n; (n = ::read(pipe_fds[0], buf, sizeof buf)) > 0;) log.append(buf, static_cast<size_t>(n));
+    ::close(pipe_fds[0]);
+    EXPECT_EQ(nullptr, imported);
+    EXPECT_EQ(EOPNOTSUPP, import_errno);
+    ASSERT_NE(nullptr, ep);
+    EXPECT_EQ(EOPNOTSUPP, mcast_rc);
+    EXPECT_NE(std::string::npos, log.find("ibv_import_device")) << log;
+    EXPECT_NE(std::string::npos, log.find("ibv_attach_mcast")) << log;
   });
 }
 

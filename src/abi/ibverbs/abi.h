@@ -26,6 +26,17 @@ T* fail(int err) {
   return nullptr;
 }
 
+// A verb softverbs does not offer: a debug log line naming it
+// (SOFTVERBS_LOG=debug), errno EOPNOTSUPP, and EOPNOTSUPP to return where the
+// verb returns an errno value. `verb` is the function's name (__func__; an
+// ops-table slot's u_ prefix reads as ibv_).
+int unsupported(const char* verb);
+template <class T>
+T* unsupported_ptr(const char* verb) {
+  unsupported(verb);
+  return nullptr;
+}
+
 // context_ops.cc: the ops tables of a new context, every slot filled.
 void fill_context_ops(verbs_context* vctx);
 // cq_ex_ops.cc / qp_ex_ops.cc: the function pointers of extended CQs and QPs.

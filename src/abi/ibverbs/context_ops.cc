@@ -10,55 +10,49 @@ namespace {
 
 // ---- every slot, unsupported ---------------------------------------------
 
-template <class R>
-R* no_ptr() {
-  errno = EOPNOTSUPP;
-  return nullptr;
-}
-
-ibv_mw* u_alloc_mw(ibv_pd*, ibv_mw_type) { return no_ptr<ibv_mw>(); }
-int u_bind_mw(ibv_qp*, ibv_mw*, ibv_mw_bind*) { return EOPNOTSUPP; }
-int u_dealloc_mw(ibv_mw*) { return EOPNOTSUPP; }
+ibv_mw* u_alloc_mw(ibv_pd*, ibv_mw_type) { return unsupported_ptr<ibv_mw>(__func__); }
+int u_bind_mw(ibv_qp*, ibv_mw*, ibv_mw_bind*) { return unsupported(__func__); }
+int u_dealloc_mw(ibv_mw*) { return unsupported(__func__); }
 void* u_compat() {
   errno = ENOSYS;
   return nullptr;
 }
-int u_advise_mr(ibv_pd*, ibv_advise_mr_advice, uint32_t, ibv_sge*, uint32_t) { return EOPNOTSUPP; }
-ibv_mr* u_alloc_null_mr(ibv_pd*) { return no_ptr<ibv_mr>(); }
-int u_read_counters(ibv_counters*, uint64_t*, uint32_t, uint32_t) { return EOPNOTSUPP; }
-int u_attach_counters_point_flow(ibv_counters*, ibv_counter_attach_attr*, ibv_flow*) { return EOPNOTSUPP; }
-ibv_counters* u_create_counters(ibv_context*, ibv_counters_init_attr*) { return no_ptr<ibv_counters>(); }
-int u_destroy_counters(ibv_counters*) { return EOPNOTSUPP; }
-ibv_mr* u_reg_dm_mr(ibv_pd*, ibv_dm*, uint64_t, size_t, unsigned int) { return no_ptr<ibv_mr>(); }
-ibv_dm* u_alloc_dm(ibv_context*, ibv_alloc_dm_attr*) { return no_ptr<ibv_dm>(); }
-int u_free_dm(ibv_dm*) { return EOPNOTSUPP; }
-int u_modify_flow_action_esp(ibv_flow_action*, ibv_flow_action_esp_attr*) { return EOPNOTSUPP; }
-int u_destroy_flow_action(ibv_flow_action*) { return EOPNOTSUPP; }
+int u_advise_mr(ibv_pd*, ibv_advise_mr_advice, uint32_t, ibv_sge*, uint32_t) { return unsupported(__func__); }
+ibv_mr* u_alloc_null_mr(ibv_pd*) { return unsupported_ptr<ibv_mr>(__func__); }
+int u_read_counters(ibv_counters*, uint64_t*, uint32_t, uint32_t) { return unsupported(__func__); }
+int u_attach_counters_point_flow(ibv_counters*, ibv_counter_attach_attr*, ibv_flow*) { return unsupported(__func__); }
+ibv_counters* u_create_counters(ibv_context*, ibv_counters_init_attr*) { return unsupported_ptr<ibv_counters>(__func__); }
+int u_destroy_counters(ibv_counters*) { return unsupported(__func__); }
+ibv_mr* u_reg_dm_mr(ibv_pd*, ibv_dm*, uint64_t, size_t, unsigned int) { return unsupported_ptr<ibv_mr>(__func__); }
+ibv_dm* u_alloc_dm(ibv_context*, ibv_alloc_dm_attr*) { return unsupported_ptr<ibv_dm>(__func__); }
+int u_free_dm(ibv_dm*) { return unsupported(__func__); }
+int u_modify_flow_action_esp(ibv_flow_action*, ibv_flow_action_esp_attr*) { return unsupported(__func__); }
+int u_destroy_flow_action(ibv_flow_action*) { return unsupported(__func__); }
 ibv_flow_action* u_create_flow_action_esp(ibv_context*, ibv_flow_action_esp_attr*) {
-  return no_ptr<ibv_flow_action>();
+  return unsupported_ptr<ibv_flow_action>(__func__);
 }
-int u_modify_qp_rate_limit(ibv_qp*, ibv_qp_rate_limit_attr*) { return EOPNOTSUPP; }
-ibv_pd* u_alloc_parent_domain(ibv_context*, ibv_parent_domain_init_attr*) { return no_ptr<ibv_pd>(); }
-int u_dealloc_td(ibv_td*) { return EOPNOTSUPP; }
-ibv_td* u_alloc_td(ibv_context*, ibv_td_init_attr*) { return no_ptr<ibv_td>(); }
+int u_modify_qp_rate_limit(ibv_qp*, ibv_qp_rate_limit_attr*) { return unsupported(__func__); }
+ibv_pd* u_alloc_parent_domain(ibv_context*, ibv_parent_domain_init_attr*) { return unsupported_ptr<ibv_pd>(__func__); }
+int u_dealloc_td(ibv_td*) { return unsupported(__func__); }
+ibv_td* u_alloc_td(ibv_context*, ibv_td_init_attr*) { return unsupported_ptr<ibv_td>(__func__); }
 int u_post_srq_ops(ibv_srq*, ibv_ops_wr* op, ibv_ops_wr** bad) {
   if (bad != nullptr) *bad = op;
-  return EOPNOTSUPP;
+  return unsupported(__func__);
 }
-int u_destroy_rwq_ind_table(ibv_rwq_ind_table*) { return EOPNOTSUPP; }
+int u_destroy_rwq_ind_table(ibv_rwq_ind_table*) { return unsupported(__func__); }
 ibv_rwq_ind_table* u_create_rwq_ind_table(ibv_context*, ibv_rwq_ind_table_init_attr*) {
-  return no_ptr<ibv_rwq_ind_table>();
+  return unsupported_ptr<ibv_rwq_ind_table>(__func__);
 }
-int u_destroy_wq(ibv_wq*) { return EOPNOTSUPP; }
-int u_modify_wq(ibv_wq*, ibv_wq_attr*) { return EOPNOTSUPP; }
-ibv_wq* u_create_wq(ibv_context*, ibv_wq_init_attr*) { return no_ptr<ibv_wq>(); }
-int u_query_rt_values(ibv_context*, ibv_values_ex*) { return EOPNOTSUPP; }
-int u_destroy_flow(ibv_flow*) { return EOPNOTSUPP; }
-ibv_flow* u_create_flow(ibv_qp*, ibv_flow_attr*) { return no_ptr<ibv_flow>(); }
+int u_destroy_wq(ibv_wq*) { return unsupported(__func__); }
+int u_modify_wq(ibv_wq*, ibv_wq_attr*) { return unsupported(__func__); }
+ibv_wq* u_create_wq(ibv_context*, ibv_wq_init_attr*) { return unsupported_ptr<ibv_wq>(__func__); }
+int u_query_rt_values(ibv_context*, ibv_values_ex*) { return unsupported(__func__); }
+int u_destroy_flow(ibv_flow*) { return unsupported(__func__); }
+ibv_flow* u_create_flow(ibv_qp*, ibv_flow_attr*) { return unsupported_ptr<ibv_flow>(__func__); }
 void u_placeholder() {}
-ibv_qp* u_open_qp(ibv_context*, ibv_qp_open_attr*) { return no_ptr<ibv_qp>(); }
-ibv_xrcd* u_open_xrcd(ibv_context*, ibv_xrcd_init_attr*) { return no_ptr<ibv_xrcd>(); }
-int u_close_xrcd(ibv_xrcd*) { return EOPNOTSUPP; }
+ibv_qp* u_open_qp(ibv_context*, ibv_qp_open_attr*) { return unsupported_ptr<ibv_qp>(__func__); }
+ibv_xrcd* u_open_xrcd(ibv_context*, ibv_xrcd_init_attr*) { return unsupported_ptr<ibv_xrcd>(__func__); }
+int u_close_xrcd(ibv_xrcd*) { return unsupported(__func__); }
 
 int compat_query_device(ibv_context* ctx, ibv_device_attr* attr) { return ibv_query_device(ctx, attr); }
 int compat_query_port(ibv_context* ctx, uint8_t port, _compat_ibv_port_attr* attr) {

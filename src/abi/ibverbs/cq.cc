@@ -20,7 +20,7 @@ int op_modify_cq(ibv_cq*, ibv_modify_cq_attr* attr) {
   // Moderation changes when events fire, never which completions exist;
   // events here are immediate, so any moderation request is unsupported.
   if (attr == nullptr || attr->attr_mask == 0) return EINVAL;
-  return EOPNOTSUPP;
+  return unsupported("ibv_modify_cq");
 }
 
 ibv_cq_ex* op_create_cq_ex(ibv_context* ctx, ibv_cq_init_attr_ex* attr) {

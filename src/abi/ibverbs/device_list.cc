@@ -83,4 +83,4 @@ SV_EXPORT int ibv_close_device(ibv_context* context) {
   return 0;
 }
 
-SV_EXPORT ibv_context* ibv_import_device(int) { return softverbs::abi::fail<ibv_context>(EOPNOTSUPP); }
+SV_EXPORT ibv_context* ibv_import_device(int) { return softverbs::abi::unsupported_ptr<ibv_context>(__func__); }

@@ -60,8 +60,8 @@ SV_EXPORT ibv_qp_ex* ibv_qp_to_qp_ex(ibv_qp* qp) {
   return Qp::from(qp)->ibv_ex();
 }
 
-SV_EXPORT int ibv_query_ece(ibv_qp*, ibv_ece*) { return EOPNOTSUPP; }
-SV_EXPORT int ibv_set_ece(ibv_qp*, ibv_ece*) { return EOPNOTSUPP; }
+SV_EXPORT int ibv_query_ece(ibv_qp*, ibv_ece*) { return softverbs::abi::unsupported(__func__); }
+SV_EXPORT int ibv_set_ece(ibv_qp*, ibv_ece*) { return softverbs::abi::unsupported(__func__); }
 
 SV_EXPORT int ibv_query_qp_data_in_order(ibv_qp* qp, ibv_wr_opcode op, uint32_t flags) {
   // ibv_query_qp_data_in_order(3): 1 when the data of a message is written in
@@ -70,5 +70,5 @@ SV_EXPORT int ibv_query_qp_data_in_order(ibv_qp* qp, ibv_wr_opcode op, uint32_t 
   return 1;
 }
 
-SV_EXPORT int ibv_attach_mcast(ibv_qp*, const ibv_gid*, uint16_t) { return EOPNOTSUPP; }
-SV_EXPORT int ibv_detach_mcast(ibv_qp*, const ibv_gid*, uint16_t) { return EOPNOTSUPP; }
+SV_EXPORT int ibv_attach_mcast(ibv_qp*, const ibv_gid*, uint16_t) { return softverbs::abi::unsupported(__func__); }
+SV_EXPORT int ibv_detach_mcast(ibv_qp*, const ibv_gid*, uint16_t) { return softverbs::abi::unsupported(__func__); }

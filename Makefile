@@ -32,6 +32,8 @@ demo: build
 # check-main runs alone: its perftest and pingpong pairs busy-poll both cores.
 FUZZ_SECONDS ?= 60
 CTEST      := ctest --output-on-failure -j 2
+# The sanitizer entries mostly wait on their children: four at a time.
+SANITIZE_CTEST := ctest --output-on-failure -j 4
 
 check: check-main
 	$(MAKE) --no-print-directory -j 3 --output-sync=target check-asan check-tsan check-fuzz
@@ -54,11 +56,11 @@ $(BUILD)-tsan/build.ninja: | deps
 
 check-asan: deps $(BUILD)-asan/build.ninja
 	cmake --build $(BUILD)-asan -j $(JOBS)
-	$(CTEST) --test-dir $(BUILD)-asan --timeout 600 -L sanitize $(CTEST_ARGS)
+	$(SANITIZE_CTEST) --test-dir $(BUILD)-asan --timeout 600 -L sanitize $(CTEST_ARGS)
 
 check-tsan: deps $(BUILD)-tsan/build.ninja
 	cmake --build $(BUILD)-tsan -j $(JOBS)
-	$(CTEST) --test-dir $(BUILD)-tsan --timeout 600 -L sanitize $(CTEST_ARGS)
+	$(SANITIZE_CTEST) --test-dir $(BUILD)-tsan --timeout 600 -L sanitize $(CTEST_ARGS)
 
 # The wire parser and the responder under libFuzzer (clang), for a bounded
 # time; findings fail.

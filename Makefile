@@ -6,7 +6,7 @@ JOBS       ?= $(shell nproc)
 CMAKE_ARGS ?=
 CTEST_ARGS ?=
 
-.PHONY: all deps build demo check check-fast check-sanitize check-asan check-tsan check-fuzz bench clean
+.PHONY: all deps build demo check check-fast check-main check-sanitize check-asan check-tsan check-fuzz bench clean
 
 all: build
 
@@ -22,29 +22,48 @@ build: deps $(BUILD)/build.ninja
 demo: build
 	$(BUILD)/bin/softverbs demo
 
-# Unit, integration and conformance tests, then the sanitizer and fuzzer runs.
+# Two tiers of tests.
+#   check-fast  the main build's unit tests and a representative part of the
+#               integration and conformance suites (ctest label `fast`), for
+#               every change: well under 3 minutes on 2 cores once built.
+#   check       everything: every ctest entry of the main build (check-main),
+#               then the ASan+UBSan run, the TSan run and the fuzzers side by
+#               side (each builds its own tree; output comes a target at a time).
+# check-main runs alone: its perftest and pingpong pairs busy-poll both cores.
 FUZZ_SECONDS ?= 60
+CTEST      := ctest --output-on-failure -j 2
+# The sanitizer entries mostly wait on their children: four at a time.
+SANITIZE_CTEST := ctest --output-on-failure -j 4
 
-check: check-fast check-sanitize check-fuzz
+check: check-main
+	$(MAKE) --no-print-directory -j 3 --output-sync=target check-asan check-tsan check-fuzz
 
 check-fast: build
-	ctest --test-dir $(BUILD) --output-on-failure --timeout 300 -j 2 $(CTEST_ARGS)
+	$(CTEST) --test-dir $(BUILD) --timeout 300 -L '^fast$$' $(CTEST_ARGS)
+
+check-main: build
+	$(CTEST) --test-dir $(BUILD) --timeout 300 $(CTEST_ARGS)
 
 check-sanitize: check-asan check-tsan
 
-check-asan: deps
+$(BUILD)-asan/build.ninja: | deps
 	cmake -S . -B $(BUILD)-asan -G Ninja -DCMAKE_BUILD_TYPE=Debug -DSOFTVERBS_WERROR=ON \
 	      -DSOFTVERBS_SANITIZE=address -DSOFTVERBS_TESTS_ONLY=ON $(CMAKE_ARGS)
-	cmake --build $(BUILD)-asan -j $(JOBS)
-	ctest --test-dir $(BUILD)-asan --output-on-failure --timeout 600 -L sanitize $(CTEST_ARGS)
 
-check-tsan: deps
+$(BUILD)-tsan/build.ninja: | deps
 	cmake -S . -B $(BUILD)-tsan -G Ninja -DCMAKE_BUILD_TYPE=Debug -DSOFTVERBS_WERROR=ON \
 	      -DSOFTVERBS_SANITIZE=thread -DSOFTVERBS_TESTS_ONLY=ON $(CMAKE_ARGS)
-	cmake --build $(BUILD)-tsan -j $(JOBS)
-	ctest --test-dir $(BUILD)-tsan --output-on-failure --timeout 600 -L sanitize $(CTEST_ARGS)
 
-# The wire parser under libFuzzer (clang), for a bounded time; findings fail.
+check-asan: deps $(BUILD)-asan/build.ninja
+	cmake --build $(BUILD)-asan -j $(JOBS)
+	$(SANITIZE_CTEST) --test-dir $(BUILD)-asan --timeout 600 -L sanitize $(CTEST_ARGS)
+
+check-tsan: deps $(BUILD)-tsan/build.ninja
+	cmake --build $(BUILD)-tsan -j $(JOBS)
+	$(SANITIZE_CTEST) --test-dir $(BUILD)-tsan --timeout 600 -L sanitize $(CTEST_ARGS)
+
+# The wire parser and the responder under libFuzzer (clang), for a bounded
+# time; findings fail.
 check-fuzz: deps
 	CC=clang-14 CXX=clang++-14 cmake -S . -B $(BUILD)-fuzz -G Ninja -DCMAKE_BUILD_TYPE=RelWithDebInfo \
 	      -DSOFTVERBS_WERROR=ON -DSOFTVERBS_FUZZ=ON -DSOFTVERBS_TESTS_ONLY=ON $(CMAKE_ARGS)

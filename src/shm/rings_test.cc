@@ -76,8 +76,12 @@ TEST_F(RingsTest, ConcurrentProducersNeverSeeFalseOverrun) {
   for (int p = 0; p < kProducers; ++p) {
     producers.emplace_back([&, p] {
       for (uint64_t i = 0; i < kPerProducer;) {
-        // Keep the ring from filling for real: the consumer keeps up.
-        if (cq.tail.load() - cq.head.load() >= 32) continue;
+        // Keep the ring from filling for real: the consumer keeps up. Waiting
+        // threads yield: four of them share two cores (and TSan's atomics).
+        if (cq.tail.load() - cq.head.load() >= 32) {
+          std::this_thread::yield();
+          continue;
+        }
         Cqe e{};
         e.wr_id = (static_cast<uint64_t>(p) << 32) | i;
         ASSERT_EQ(cq_push(*seg_, cq, e), CqPush::kOk);
@@ -89,7 +93,10 @@ TEST_F(RingsTest, ConcurrentProducersNeverSeeFalseOverrun) {
   uint64_t got = 0;
   Cqe e;
   while (got < kProducers * kPerProducer && !stop.load()) {
-    if (!cq_pop(*seg_, cq, &e)) continue;
+    if (!cq_pop(*seg_, cq, &e)) {
+      std::this_thread::yield();
+      continue;
+    }
     const int p = static_cast<int>(e.wr_id >> 32);
     ASSERT_EQ(e.wr_id & 0xffffffff, next[p]) << "entries of one producer arrive in order, once";
     ++next[p];
@@ -159,11 +166,16 @@ TEST_F(RingsTest, ConcurrentConsumersTakeEachEntryOnce) {
         if (rq_take(*seg_, rq, &wr_id, out, &n, &index)) {
           seen[wr_id].fetch_add(1);
           taken.fetch_add(1);
+        } else {
+          std::this_thread::yield();  // empty: let the producer run
         }
     });
   Sge sge{0, 0, 0};
   for (uint64_t i = 0; i < kTotal;)
-    if (rq_post(*seg_, rq, i, &sge, 1)) ++i;
+    if (rq_post(*seg_, rq, i, &sge, 1))
+      ++i;
+    else
+      std::this_thread::yield();  // full: let the consumers run
   for (auto& t : consumers) t.join();
   for (uint64_t i = 0; i < kTotal; ++i) ASSERT_EQ(seen[i].load(), 1) << i;
 }

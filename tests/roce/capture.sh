@@ -59,7 +59,7 @@ run() {
   local pcap="$work/$run_no-$name.pcap" p=$(( port + run_no ))
   # Not through in_a: $! must be timeout itself (ip netns exec execs it), which
   # passes SIGINT on to dumpcap.
-  ip netns exec "$NETNS_A" timeout 60 dumpcap -q -i "$veth_a" -f "udp port 4791" -P -w "$pcap" \
+  ip netns exec "$NETNS_A" timeout 60 dumpcap -i "$veth_a" -f "udp port 4791" -P -w "$pcap" \
     > "$work/$run_no-dumpcap.out" 2>&1 &
   local cap=$!
   NETNS_PIDS+=("$cap")
@@ -79,16 +79,24 @@ run() {
   in_a env "${env_a[@]}" timeout 60 "$@" -p "$p" > "$work/server.out" 2>&1 &
   local server=$!
   NETNS_PIDS+=("$server")
-  # The server listens once its device is open; the clients retry the connect.
-  sleep 0.5
+  # The clients do not retry the TCP connect: start them once the server listens.
+  wait_listen in_a "$p" "$server" || true
   local rc=0 srv=0
   in_b env "${env_b[@]}" timeout 60 "$@" -p "$p" "$peer" > "$work/client.out" 2>&1 || rc=$?
   wait "$server" || srv=$?
   # The kernel hands a packet to dumpcap when its TPACKET_V3 block is full or
   # retired (dumpcap's 250 ms timeout); what sits in an unretired block at
-  # SIGINT is lost. So wait for that first; SIGINT then makes dumpcap write
-  # the rest and exit 0.
-  sleep 1
+  # SIGINT is lost. dumpcap reports the count it has ("\rPackets: N"): wait
+  # until that is every datagram namespace A's kernel counted (10 s at most;
+  # the count check below says what is missing). SIGINT then makes dumpcap
+  # write the rest and exit 0.
+  local want have
+  want=$(( $(udp_seen_a) - udp_before ))
+  for i in $(seq 200); do
+    have=$(tr '\r' '\n' < "$work/$run_no-dumpcap.out" | sed -n 's/^Packets: \([0-9]*\).*/\1/p' | tail -n 1)
+    [ "${have:-0}" -ge "$want" ] && break
+    sleep 0.05
+  done
   kill -INT "$cap" 2> /dev/null || true
   local crc=0
   wait "$cap" || crc=$?
@@ -148,10 +156,14 @@ total=0
 declare -A seen=()
 for pcap in "${captures[@]}"; do
   name=$(basename "$pcap" .pcap)
-  udp=$(ts -r "$pcap" -Y "udp.port == 4791" | wc -l)
-  ib=$(ts -r "$pcap" -Y "infiniband" | wc -l)
-  bth=$(ts -r "$pcap" -Y "infiniband.bth.opcode" | wc -l)
-  all=$(ts -r "$pcap" | wc -l)
+  # One dissection for the counts, the opcodes and the PSNs (tab-separated:
+  # UDP ports, the InfiniBand protocol, opcode, IPv4/IPv6 source and
+  # destination, destination QP, PSN, DMA length), one for the warnings.
+  ts -r "$pcap" -T fields -E separator=/t -E occurrence=f -e udp.srcport -e udp.dstport \
+     -e infiniband -e infiniband.bth.opcode -e ip.src -e ipv6.src -e ip.dst -e ipv6.dst \
+     -e infiniband.bth.destqp -e infiniband.bth.psn -e infiniband.reth.dmalen > "$work/fields.txt"
+  read -r all udp ib bth < <(awk -F '\t' '{ all++ } $1 == 4791 || $2 == 4791 { udp++ } $3 != "" { ib++ }
+                                         $4 != "" { bth++ } END { print all + 0, udp + 0, ib + 0, bth + 0 }' "$work/fields.txt")
   total=$(( total + udp ))
   if [ "$udp" -eq 0 ] || [ "$udp" -ne "$all" ] || [ "$ib" -ne "$udp" ] || [ "$bth" -ne "$udp" ]; then
     echo "FAIL: $name: $all frames, $udp UDP/4791, $ib InfiniBand, $bth with a BTH"; fail=1
@@ -161,13 +173,11 @@ for pcap in "${captures[@]}"; do
     echo "FAIL: $name: malformed or expert warnings/errors:"; echo "$bad" | head -20
     ts -r "$pcap" -q -z expert,warn | head -40; fail=1
   fi
-  while read -r op; do seen[$op]=1; done < <(ts -r "$pcap" -T fields -e infiniband.bth.opcode | sort -u)
+  while read -r op; do seen[$op]=1; done < <(awk -F '\t' '$4 != "" { print $4 }' "$work/fields.txt" | sort -u)
 
   # PSNs, per direction and destination QP (fields: ip src, ip dst, dest QP,
   # opcode, PSN, DMA length).
-  ts -r "$pcap" -T fields -E separator=' ' -E occurrence=f \
-     -e ip.src -e ipv6.src -e ip.dst -e ipv6.dst -e infiniband.bth.destqp \
-     -e infiniband.bth.opcode -e infiniband.bth.psn -e infiniband.reth.dmalen > "$work/psn.txt"
+  awk -F '\t' '{ print ($5 != "" ? $5 : $6), ($7 != "" ? $7 : $8), $9, $4, $10, $11 }' "$work/fields.txt" > "$work/psn.txt"
   if ! awk -v mtu=$mtu -v drops="$drops" -v name="$name" '
       function response(op) { return (op >= 13 && op <= 18) }  # READ RESPONSE *, ACK, ATOMIC ACK
       {

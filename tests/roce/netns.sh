@@ -5,6 +5,7 @@
 #   netns_up            creates sv-a-<pid> (10.77.<n>.1, fd77:<n>::1) and sv-b-<pid> (.2, ::2)
 #   in_a CMD... / in_b  runs a command in a namespace
 #   netns_down          kills every process the test started (by PID) and removes both
+#   wait_listen NS PORT PID  waits until NS (in_a / in_b) listens on TCP PORT, while PID lives
 #
 # Exits 77 (ctest: skipped) with a clear message where `ip netns` is not permitted.
 
@@ -60,4 +61,18 @@ in_b() { ip netns exec "$NETNS_B" "$@"; }
 spawn() {
   "$@" &
   NETNS_PIDS+=("$!")
+}
+
+# A server's TCP rendezvous is up (Debian's pingpongs and perftest listen
+# only once their device is open, and their clients do not retry a refused
+# connect): wait_listen in_a|in_b <port> <server pid>. Fails when the server
+# exits first or after 60 s; the caller's client then reports what it saw.
+wait_listen() {
+  local ns=$1 port=$2 pid=$3 _
+  for _ in $(seq 1200); do
+    [ -n "$($ns ss -Hltn "( sport = :$port )" 2>/dev/null)" ] && return 0
+    kill -0 "$pid" 2>/dev/null || return 1
+    sleep 0.05
+  done
+  return 1
 }

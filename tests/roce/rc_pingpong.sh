@@ -50,7 +50,8 @@ in_a env $(env_for "$addr_a" a) timeout 60 $prog -d softverbs_roce0 -p $port "${
   > "$work/server.out" 2>&1 &
 server=$!
 NETNS_PIDS+=("$server")
-sleep 0.5
+# The client does not retry the TCP connect: start it once the server listens.
+wait_listen in_a "$port" "$server" || true
 rc=0
 in_b env $(env_for "$addr_b" b) timeout 60 $prog -d softverbs_roce0 -p $port "${args[@]}" "$ADDR_A" \
   > "$work/client.out" 2>&1 || rc=$?

@@ -27,7 +27,9 @@ servers=() clients=()
 for i in 0 1 2; do
   in_a env "${env_a[@]}" timeout 120 "$bin" --server --port $((base + i)) > "$work/server$i.out" 2>&1 &
   NETNS_PIDS+=("$!"); servers+=("$!")
-  sleep 0.3  # in order: the first server binds the port
+  # In order: the first server binds the port (rc_stress listens on TCP
+  # once its device is open).
+  wait_listen in_a $((base + i)) "$!" || true
 done
 for i in 0 1 2; do
   in_b env "${env_b[@]}" timeout 120 "$bin" --connect "$ADDR_A" --port $((base + i)) --ops "${ops[$i]}" --timeout 14 \

@@ -276,6 +276,12 @@ void on_read_response(SendSide& s, uint32_t psn, bool first, bool last, std::spa
 }
 
 void on_read_placed(SendSide& s, uint32_t psn) {
+  // The host link's READ: the one request outstanding, answered whole.
+  if (s.sq.next - s.sq.done == 1 && s.sq.at(s.sq.done).psn == psn && s.sq.at(s.sq.done).opcode == IBV_WR_RDMA_READ) {
+    SendWqe& w = s.sq.at(s.sq.done);
+    w.responses = w.packets;
+    return retire_oldest(s);
+  }
   const uint64_t index = awaiting_response(s, psn, false);
   if (index == kStray) return;
   if (index == kWentBack) return restart_ack_timer(s);

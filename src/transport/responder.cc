@@ -253,44 +253,46 @@ Response Responder::on_write() {
   // WRITE with immediate consumes a receive WQE (IBA 9.4.3): check first, so an
   // RNR NAK comes before any data is placed.
   if (req_.last && req_.has_imm && !take_recv_wqe()) return receiver_not_ready();
+  // The message's state is stored after the payload: a peer polling the
+  // target buffer waits for the data, not for the bookkeeping.
   MrRef ref;
+  uint64_t va = st_.write_va;
+  uint32_t rkey = st_.write_rkey;
+  uint32_t remaining = st_.write_remaining;
+  uint32_t length = st_.write_length;
   if (req_.first) {
     // IBA 9.7.4.1.5 / C9-88: the R_Key of a zero-length WRITE is not checked.
-    if (req_.dma_length != 0 &&
-        check_rkey(req_.dma_length, IBV_ACCESS_REMOTE_WRITE, &ref) != KeyCheck::kOk)
+    if (req_.dma_length != 0 && check_rkey(req_.dma_length, IBV_ACCESS_REMOTE_WRITE, &ref) != KeyCheck::kOk)
       return fail(RespError::kRkey);
-    st_.write_va = req_.va;
-    st_.write_rkey = req_.rkey;
-    st_.write_remaining = req_.dma_length;
-    st_.write_length = req_.dma_length;
+    va = req_.va;
+    rkey = req_.rkey;
+    remaining = length = req_.dma_length;
   }
   const uint64_t n = req_.payload.bytes;
-  if (n > st_.write_remaining || (req_.last && n != st_.write_remaining)) return fail(RespError::kLengthMismatch);
+  if (n > remaining || (req_.last && n != remaining)) return fail(RespError::kLengthMismatch);
   Response r = ack();
   if (n > 0) {
     // The first packet's check covered the whole WRITE; later ones are checked
     // again, so a region deregistered mid-message stops taking data.
-    if (!req_.first && check_key(seg_, st_.write_rkey, true, qp_.owner, qp_.pd_id, st_.write_va, n,
-                                 IBV_ACCESS_REMOTE_WRITE, &ref) != KeyCheck::kOk)
+    if (!req_.first &&
+        check_key(seg_, rkey, true, qp_.owner, qp_.pd_id, va, n, IBV_ACCESS_REMOTE_WRITE, &ref) != KeyCheck::kOk)
       return fail(RespError::kRkey);
     if (!mem_.write(*ref.mr, ref.va, req_.payload, 0, n).is_ok()) return fail(RespError::kTargetMemory);
     r.data_mr = ref.mr;
     r.data_va = ref.va;
   }
-  st_.write_va += n;
-  st_.write_remaining -= static_cast<uint32_t>(n);
+  st_.write_va = va + n;
+  st_.write_rkey = rkey;
+  st_.write_remaining = remaining - static_cast<uint32_t>(n);
+  st_.write_length = length;
   st_.in_message = !req_.last;
   st_.opcode_family = static_cast<uint32_t>(ReqKind::kWrite);
   advance(req_.packets);
   if (req_.last) {
     shm::add_single_writer(qp_.counters.received_messages, 1);
-    if (req_.has_imm) {
-      st_.msn = (st_.msn + 1) & kPsnMask;
-      // The LAST packet carries no RETH: the length is the first packet's (IBA 9.4.3).
-      complete_recv(IBV_WC_SUCCESS, st_.write_length, true, IBV_WC_RECV_RDMA_WITH_IMM);
-    } else {
-      st_.msn = (st_.msn + 1) & kPsnMask;
-    }
+    st_.msn = (st_.msn + 1) & kPsnMask;
+    // The LAST packet carries no RETH: the length is the first packet's (IBA 9.4.3).
+    if (req_.has_imm) complete_recv(IBV_WC_SUCCESS, length, true, IBV_WC_RECV_RDMA_WITH_IMM);
   }
   r.msn = st_.msn;
   return r;

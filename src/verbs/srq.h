@@ -19,6 +19,11 @@
 // Qp::on_remote_event hands to raise_limit_event(). One-shot: the
 // application re-arms it.
 //
+// Known gaps: a limit event whose QP is destroyed before the service thread
+// delivers it is lost (the limit is already disarmed); a WQE a responder
+// holds mid-message (UDP, multi-packet SEND) when its QP is reset is not
+// returned to the SRQ; receive SGEs are checked against the taking QP's PD.
+//
 // Thread-safety: post_recv serialises on post_mu_, modify/query on
 // modify_mu_; raise_limit_event runs on the service thread.
 #pragma once

@@ -195,7 +195,15 @@ void flush_send_queue(SendSide& s) {
 
 void flush_recv_queue(shm::Segment& seg, uint32_t qp_slot, Notifier& notifier) {
   shm::SharedQp& qp = seg.qp(qp_slot);
-  if (qp.srq != 0 || qp.rq.ring == 0) return;
+  if (qp.srq != 0) {
+    // The SRQ's WQEs are the SRQ's, not this QP's: none is flushed. IBA
+    // 11.6.3 / ibv_get_async_event(3): an RC QP on an SRQ that went to
+    // Error reports Last WQE Reached (it takes no more WQEs); the owner
+    // reports it once per entry into Error (verbs::Qp::on_remote_event).
+    if (qp.qp_type == IBV_QPT_RC) notifier.qp_event(qp_slot, qp.owner, 1ull << IBV_EVENT_QP_LAST_WQE_REACHED);
+    return;
+  }
+  if (qp.rq.ring == 0) return;
   uint64_t wr_id = 0;
   uint32_t n = 0;
   uint64_t index = 0;

@@ -119,7 +119,8 @@ void complete_in_error(SendSide& side, uint64_t index, ibv_wc_status status);
 void flush_send_queue(SendSide& side);
 
 // Owner only. Every receive WQE of the QP's own receive queue completes with
-// IBV_WC_WR_FLUSH_ERR.
+// IBV_WC_WR_FLUSH_ERR; a QP on an SRQ flushes nothing (the WQEs are the
+// SRQ's) and, if RC, raises IBV_EVENT_QP_LAST_WQE_REACHED.
 void flush_recv_queue(shm::Segment& seg, uint32_t qp_slot, Notifier& notifier);
 
 }  // namespace softverbs::transport

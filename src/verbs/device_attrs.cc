@@ -44,9 +44,10 @@ void fill_device_attr(const shm::Segment& seg, ibv_device_attr* a) {
   a->max_ah = 1 << 20;
   a->max_fmr = 0;
   a->max_map_per_fmr = 0;
-  a->max_srq = 0;  // SRQs: not yet
-  a->max_srq_wr = 0;
-  a->max_srq_sge = 0;
+  // Basic SRQs; no IBV_DEVICE_SRQ_RESIZE: an SRQ's ring cannot grow (verbs/srq.cc).
+  a->max_srq = static_cast<int>(shm::kMaxSrqs);
+  a->max_srq_wr = static_cast<int>(shm::kMaxSrqWr);
+  a->max_srq_sge = static_cast<int>(shm::kMaxSge);
   a->max_pkeys = 1;
   a->local_ca_ack_delay = 15;
   a->phys_port_cnt = 1;

@@ -23,6 +23,7 @@
 #include "verbs/device_attrs.h"
 #include "util/raw_enum.h"
 #include "verbs/qp_state_table.h"
+#include "verbs/srq.h"
 
 namespace softverbs::verbs {
 
@@ -68,11 +69,15 @@ Result<Qp*> Qp::create(Context* ctx, ibv_qp_init_attr_ex* a) {
     return Status::error(EINVAL);
   if (a->qp_type != IBV_QPT_RC && a->qp_type != IBV_QPT_UC && a->qp_type != IBV_QPT_UD)
     return Status::error(EOPNOTSUPP);  // XRC, raw packet, driver QPs
-  if (a->srq != nullptr) return Status::error(EOPNOTSUPP);
+  // An SRQ of this context (QPs of one process share it); RC, UC and UD take from one.
+  if (a->srq != nullptr && a->srq->context != ctx->ibv()) return Status::error(EINVAL);
+  Srq* srq = a->srq != nullptr ? Srq::from(a->srq) : nullptr;
   if (a->send_cq == nullptr || a->recv_cq == nullptr || a->send_cq->context != ctx->ibv() ||
       a->recv_cq->context != ctx->ibv())
     return Status::error(EINVAL);
   ibv_qp_cap& cap = a->cap;
+  // ibv_create_qp(3): with an SRQ, max_recv_wr and max_recv_sge are ignored.
+  if (srq != nullptr) cap.max_recv_wr = cap.max_recv_sge = 0;
   if (cap.max_send_wr > shm::kMaxQpWr || cap.max_recv_wr > shm::kMaxQpWr || cap.max_send_sge > shm::kMaxSge ||
       cap.max_recv_sge > shm::kMaxSge || cap.max_inline_data > shm::kMaxInlineData)
     return Status::error(EINVAL);
@@ -90,22 +95,28 @@ Result<Qp*> Qp::create(Context* ctx, ibv_qp_init_attr_ex* a) {
   const uint32_t max_send_wr = cap.max_send_wr == 0 ? 1 : cap.max_send_wr;
   const uint32_t max_inline = std::max(cap.max_inline_data, kMinInline);
   const uint32_t max_send_sge = std::max(cap.max_send_sge, 1u);
-  const uint32_t max_recv_sge = std::max(cap.max_recv_sge, 1u);
   if (!qp->side_.sq.init(max_send_wr, max_send_sge, max_inline)) {
     delete qp;
     return Status::error(ENOMEM);
   }
-  uint32_t rq_capacity = 1;
-  while (rq_capacity < std::max(cap.max_recv_wr, 1u)) rq_capacity <<= 1;
-  const uint32_t stride = shm::rq_stride_for(max_recv_sge);
-  Result<shm::Offset> ring = seg.arena_alloc(static_cast<uint64_t>(rq_capacity) * stride);
-  if (!ring.is_ok()) {
-    delete qp;
-    return ring.status();
+  // A QP on an SRQ has no receive queue of its own: no ring, capacity 0.
+  const uint32_t max_recv_sge = srq != nullptr ? 0 : std::max(cap.max_recv_sge, 1u);
+  uint32_t rq_capacity = srq != nullptr ? 0 : 1;
+  while (srq == nullptr && rq_capacity < std::max(cap.max_recv_wr, 1u)) rq_capacity <<= 1;
+  const uint32_t stride = srq != nullptr ? 0 : shm::rq_stride_for(max_recv_sge);
+  const uint64_t ring_bytes = static_cast<uint64_t>(rq_capacity) * stride;
+  shm::Offset ring = 0;
+  if (ring_bytes != 0) {
+    Result<shm::Offset> r = seg.arena_alloc(ring_bytes);
+    if (!r.is_ok()) {
+      delete qp;
+      return r.status();
+    }
+    ring = r.value();
   }
   Result<uint32_t> slot = claim_qp_slot(seg);
   if (!slot.is_ok()) {
-    seg.arena_free(ring.value(), static_cast<uint64_t>(rq_capacity) * stride);
+    if (ring != 0) seg.arena_free(ring, ring_bytes);
     delete qp;
     return slot.status();
   }
@@ -113,6 +124,7 @@ Result<Qp*> Qp::create(Context* ctx, ibv_qp_init_attr_ex* a) {
   qp->pd_ = Pd::from(a->pd);
   qp->send_cq_ = Cq::from(a->send_cq);
   qp->recv_cq_ = Cq::from(a->recv_cq);
+  qp->srq_ = srq;
   qp->slot_ = slot.value();
   shm::SharedQp& s = seg.qp(qp->slot_);
   qp->shared_ = &s;
@@ -125,7 +137,8 @@ Result<Qp*> Qp::create(Context* ctx, ibv_qp_init_attr_ex* a) {
   s.recv_cq = qp->recv_cq_->slot();
   s.send_cq = qp->send_cq_->slot();
   s.sq_sig_all = a->sq_sig_all != 0;
-  s.rq.ring = ring.value();
+  s.srq = srq != nullptr ? srq->slot() + 1 : 0;
+  s.rq.ring = ring;
   s.rq.capacity = rq_capacity;
   s.rq.stride = stride;
   s.rq.max_sge = max_recv_sge;
@@ -155,7 +168,7 @@ Result<Qp*> Qp::create(Context* ctx, ibv_qp_init_attr_ex* a) {
   q.pd = a->pd;
   q.send_cq = a->send_cq;
   q.recv_cq = a->recv_cq;
-  q.srq = nullptr;
+  q.srq = a->srq;
   q.handle = qp->slot_;
   q.qp_num = s.qpn;
   q.state = IBV_QPS_RESET;
@@ -172,6 +185,7 @@ Result<Qp*> Qp::create(Context* ctx, ibv_qp_init_attr_ex* a) {
   qp->init_.qp_context = a->qp_context;
   qp->init_.send_cq = a->send_cq;
   qp->init_.recv_cq = a->recv_cq;
+  qp->init_.srq = a->srq;
   qp->init_.cap = cap;
   qp->init_.qp_type = a->qp_type;
   qp->init_.sq_sig_all = a->sq_sig_all;
@@ -179,6 +193,7 @@ Result<Qp*> Qp::create(Context* ctx, ibv_qp_init_attr_ex* a) {
   qp->send_cq_->users().fetch_add(1);
   qp->recv_cq_->users().fetch_add(1);
   qp->pd_->users.fetch_add(1);
+  if (srq != nullptr) srq->users().fetch_add(1);
   dev.add_qp(qp->slot_, qp);
   return qp;
 }
@@ -247,6 +262,7 @@ void Qp::apply(const ibv_qp_attr& a, int mask, ibv_qp_state next, transport::Lin
     s.max_dest_rd_atomic = 0;
     s.min_rnr_timer.store(0, std::memory_order_relaxed);
     en_sqd_async_notify_ = false;
+    last_wqe_reported_.store(false, std::memory_order_relaxed);  // the next Error reports it again
   }
   if (mask & IBV_QP_PKEY_INDEX) s.pkey_index = a.pkey_index;
   if (mask & IBV_QP_PORT) s.port_num = a.port_num;
@@ -474,7 +490,8 @@ int Qp::post_recv(ibv_recv_wr* wr, ibv_recv_wr** bad) {
   if (bad != nullptr) *bad = nullptr;
   if (wr == nullptr) return EINVAL;
   const uint8_t state = shared_->state.load(std::memory_order_acquire);
-  if (state == IBV_QPS_RESET) {
+  // A QP on an SRQ has no receive queue to post to (ibv_post_srq_recv is the way).
+  if (state == IBV_QPS_RESET || srq_ != nullptr) {
     if (bad != nullptr) *bad = wr;
     return EINVAL;
   }
@@ -619,6 +636,15 @@ void Qp::on_remote_event(uint64_t bits) {
   }
   for (int e = 0; e < 32; ++e) {
     if ((bits & (1ull << e)) == 0) continue;
+    if (e == IBV_EVENT_SRQ_LIMIT_REACHED) {
+      // A responder took our SRQ below its limit while serving this QP:
+      // the event is the SRQ's. The SRQ outlives the QP (users count).
+      if (srq_ != nullptr) srq_->raise_limit_event();
+      continue;
+    }
+    // IBA 11.6.3: Last WQE Reached once per entry into Error (every path
+    // into Error raises it: local modify, responder error, requester error).
+    if (e == IBV_EVENT_QP_LAST_WQE_REACHED && last_wqe_reported_.exchange(true)) continue;
     events_reported_.fetch_add(1);
     ctx_->raise_async(static_cast<ibv_event_type>(e), AsyncObject::kQp, this);
   }
@@ -648,6 +674,7 @@ Status Qp::destroy() {
   send_cq_->users().fetch_sub(1);
   recv_cq_->users().fetch_sub(1);
   pd_->users.fetch_sub(1);
+  if (srq_ != nullptr) srq_->users().fetch_sub(1);
   pthread_mutex_destroy(&ex_.qp_base.mutex);
   pthread_cond_destroy(&ex_.qp_base.cond);
   delete this;

@@ -24,6 +24,7 @@ namespace softverbs::verbs {
 
 class Context;
 class Cq;
+class Srq;
 struct Pd;
 
 class Qp {
@@ -77,6 +78,7 @@ class Qp {
   Pd* pd_ = nullptr;
   Cq* send_cq_ = nullptr;
   Cq* recv_cq_ = nullptr;
+  Srq* srq_ = nullptr;  // receive WQEs come from here when set (no RQ of our own)
   uint32_t slot_ = 0;
   shm::SharedQp* shared_ = nullptr;
   transport::SendSide side_;
@@ -85,6 +87,7 @@ class Qp {
   ibv_qp_init_attr init_{};
   bool en_sqd_async_notify_ = false;  // the rest of query_qp's answer lives in shared_ and side_
   std::atomic<uint32_t> events_reported_{0};
+  std::atomic<bool> last_wqe_reported_{false};  // IBV_EVENT_QP_LAST_WQE_REACHED since the last Reset
 
   uint64_t wr_building_ = 0;   // WQEs built since wr_start
   transport::SendWqe* wr_current_ = nullptr;

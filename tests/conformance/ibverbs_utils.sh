@@ -87,6 +87,15 @@ case $scenario in
     pingpong ibv_ud_pingpong -g 0 -s 2048 -n 2000 -c
     pingpong ibv_ud_pingpong -e -n 1000
     ;;
+  srq_pingpong)
+    # 16 RC QPs (ibv_srq_pingpong's default) on one SRQ per side; -c checks the data.
+    for size in 1 4096 65536; do pingpong ibv_srq_pingpong -s "$size" -n 500 -c; done
+    pingpong ibv_srq_pingpong -q 4 -r 64 -g 0 -s 4096 -n 2000 -c
+    ;;
+  srq_pingpong_events)
+    pingpong ibv_srq_pingpong -e -n 1000
+    pingpong ibv_srq_pingpong -e -s 65536 -n 300 -c
+    ;;
   *) fail "unknown scenario $scenario" ;;
 esac
 echo "PASS: $scenario"

@@ -4,7 +4,8 @@
 # per namespace, GID index 0.
 #   rc_pingpong.sh <dir of libibverbs.so.1> <scenario>
 #   scenarios: v4 (IPv4 GID), v6 (IPv6 GID), big (1 MiB messages), mtu4096,
-#              uc, uc-v6, ud, ud-v6
+#              uc, uc-v6, ud, ud-v6, srq (ibv_srq_pingpong: 4 RC QPs on one SRQ
+#              per side), srq-events
 set -euo pipefail
 lib=$1
 scenario=$2
@@ -33,6 +34,8 @@ case $scenario in
   # A UD message is one MTU at most.
   ud) prog=ibv_ud_pingpong; args=(-g 0 -n 200 -s 1024 -c) ;;
   ud-v6) prog=ibv_ud_pingpong; args=(-g 0 -n 200 -s 512 -c); addr_a=$ADDR6_A addr_b=$ADDR6_B ;;
+  srq) prog=ibv_srq_pingpong; args=(-g 0 -n 100 -q 4 -c) ;;
+  srq-events) prog=ibv_srq_pingpong; args=(-g 0 -n 100 -q 4 -e -c) ;;
   v4) ;;
   v6) addr_a=$ADDR6_A addr_b=$ADDR6_B ;;
   big) args=(-g 0 -n 20 -s 1048576 -c) ;;

@@ -3,6 +3,7 @@
 #include "verbs/context.h"
 #include "verbs/cq.h"
 #include "verbs/qp.h"
+#include "verbs/srq.h"
 
 using softverbs::verbs::AsyncObject;
 using softverbs::verbs::AsyncRecord;
@@ -23,7 +24,7 @@ SV_EXPORT int ibv_get_async_event(ibv_context* ctx, ibv_async_event* event) {
   switch (r.kind) {
     case AsyncObject::kQp: event->element.qp = static_cast<softverbs::verbs::Qp*>(r.object)->ibv(); break;
     case AsyncObject::kCq: event->element.cq = static_cast<softverbs::verbs::Cq*>(r.object)->ibv(); break;
-    case AsyncObject::kSrq: event->element.srq = static_cast<ibv_srq*>(r.object); break;
+    case AsyncObject::kSrq: event->element.srq = static_cast<softverbs::verbs::Srq*>(r.object)->ibv(); break;
     case AsyncObject::kPort: event->element.port_num = static_cast<int>(reinterpret_cast<intptr_t>(r.object)); break;
     case AsyncObject::kNone: event->element.port_num = 0; break;
   }

@@ -1,0 +1,182 @@
+#include "verbs/srq.h"
+
+#include <cerrno>
+#include <new>
+
+#include "shm/limits.h"
+#include "shm/process_registry.h"
+#include "shm/rings.h"
+#include "util/log.h"
+#include "util/time.h"
+#include "verbs/context.h"
+#include "verbs/device.h"
+#include "verbs/pd.h"
+
+namespace softverbs::verbs {
+namespace {
+
+Result<uint32_t> claim_srq_slot(shm::Segment& seg) {
+  shm::ControlLock lock(seg);
+  for (uint32_t i = 0; i < shm::kMaxSrqs; ++i) {
+    shm::SharedSrq& s = seg.srq(i);
+    if (s.slot_state.load(std::memory_order_relaxed) != static_cast<uint32_t>(shm::SlotState::kFree)) continue;
+    // Reset under the lock (see claim_qp_slot): the previous SRQ's indices
+    // and limit must not leak into this one.
+    new (&s) shm::SharedSrq();
+    s.dead_since_ns = ~0ull >> 1;  // reserved: a sweep must not free it
+    s.slot_state.store(static_cast<uint32_t>(shm::SlotState::kDead), std::memory_order_release);
+    return i;
+  }
+  return Status::error(ENOMEM);
+}
+
+}  // namespace
+
+Result<Srq*> Srq::create(Context* ctx, ibv_srq_init_attr_ex* a) {
+  if (a == nullptr) return Status::error(EINVAL);
+  constexpr uint32_t kKnownMask = IBV_SRQ_INIT_ATTR_TYPE | IBV_SRQ_INIT_ATTR_PD | IBV_SRQ_INIT_ATTR_XRCD |
+                                  IBV_SRQ_INIT_ATTR_CQ | IBV_SRQ_INIT_ATTR_TM;
+  if ((a->comp_mask & ~kKnownMask) != 0) return Status::error(EINVAL);
+  // XRC and tag-matching SRQs are not supported; a basic SRQ needs no XRCD or CQ.
+  if ((a->comp_mask & IBV_SRQ_INIT_ATTR_TYPE) && a->srq_type != IBV_SRQT_BASIC) {
+    SV_LOG(kDebug, "ibv_create_srq_ex: srq_type %d not supported", static_cast<int>(a->srq_type));
+    return Status::error(EOPNOTSUPP);
+  }
+  if (a->comp_mask & (IBV_SRQ_INIT_ATTR_XRCD | IBV_SRQ_INIT_ATTR_TM)) return Status::error(EOPNOTSUPP);
+  if (!(a->comp_mask & IBV_SRQ_INIT_ATTR_PD) || a->pd == nullptr || a->pd->context != ctx->ibv())
+    return Status::error(EINVAL);
+  // ibv_create_srq(3): srq_limit is ignored here; ibv_modify_srq arms it.
+  ibv_srq_attr& attr = a->attr;
+  if (attr.max_wr == 0 || attr.max_wr > shm::kMaxSrqWr || attr.max_sge > shm::kMaxSge) return Status::error(EINVAL);
+
+  Device& dev = ctx->device();
+  shm::Segment& seg = dev.seg();
+  auto* srq = new (std::nothrow) Srq();
+  if (srq == nullptr) return Status::error(ENOMEM);
+  uint32_t capacity = 1;
+  while (capacity < attr.max_wr) capacity <<= 1;
+  const uint32_t max_sge = std::max(attr.max_sge, 1u);
+  const uint32_t stride = shm::rq_stride_for(max_sge);
+  const uint64_t ring_bytes = static_cast<uint64_t>(capacity) * stride;
+  Result<shm::Offset> ring = seg.arena_alloc(ring_bytes);
+  if (!ring.is_ok()) {
+    delete srq;
+    return ring.status();
+  }
+  Result<uint32_t> slot = claim_srq_slot(seg);
+  if (!slot.is_ok()) {
+    seg.arena_free(ring.value(), ring_bytes);
+    delete srq;
+    return slot.status();
+  }
+  srq->ctx_ = ctx;
+  srq->pd_ = Pd::from(a->pd);
+  srq->slot_ = slot.value();
+  shm::SharedSrq& s = seg.srq(srq->slot_);
+  srq->shared_ = &s;
+  s.owner = dev.self();
+  s.pd_id = srq->pd_->id;
+  s.rq.ring = ring.value();
+  s.rq.capacity = capacity;
+  s.rq.stride = stride;
+  s.rq.max_sge = max_sge;
+  s.rq.limit.store(0, std::memory_order_relaxed);
+  s.dead_since_ns = 0;
+  s.slot_state.store(static_cast<uint32_t>(shm::SlotState::kLive), std::memory_order_release);
+
+  ibv_srq& i = srq->ibv_;
+  i.context = ctx->ibv();
+  i.srq_context = a->srq_context;
+  i.pd = a->pd;
+  i.handle = srq->slot_;
+  pthread_mutex_init(&i.mutex, nullptr);
+  pthread_cond_init(&i.cond, nullptr);
+  i.events_completed = 0;
+
+  attr.max_wr = capacity;
+  attr.max_sge = max_sge;
+  srq->pd_->users.fetch_add(1);
+  dev.add_srq(srq->slot_, srq);
+  return srq;
+}
+
+Status Srq::modify(const ibv_srq_attr& a, int mask) {
+  if ((mask & ~(IBV_SRQ_MAX_WR | IBV_SRQ_LIMIT)) != 0 || mask == 0) return Status::error(EINVAL);
+  std::lock_guard lock(modify_mu_);
+  shm::RecvQueue& rq = shared_->rq;
+  // ibv_modify_srq(3): invalid attributes change nothing, so check all first.
+  if (mask & IBV_SRQ_MAX_WR) {
+    if (a.max_wr == 0 || a.max_wr > shm::kMaxSrqWr || a.max_wr < shm::rq_depth(rq)) return Status::error(EINVAL);
+    // Responders in other processes take from the ring lock-free, so it
+    // cannot move: a size that fits is honoured, growing is not
+    // (IBV_DEVICE_SRQ_RESIZE is not among the device's capabilities).
+    if (a.max_wr > rq.capacity) return Status::error(EOPNOTSUPP);
+  }
+  if ((mask & IBV_SRQ_LIMIT) && a.srq_limit > rq.capacity) return Status::error(EINVAL);
+  // IBA 10.2.9.3: arms the limit (0 disarms); the event fires once the
+  // queue holds fewer WQEs than the limit after a responder takes one.
+  if (mask & IBV_SRQ_LIMIT) rq.limit.store(a.srq_limit, std::memory_order_release);
+  return Status::ok();
+}
+
+Status Srq::query(ibv_srq_attr* attr) {
+  if (attr == nullptr) return Status::error(EINVAL);
+  std::lock_guard lock(modify_mu_);
+  attr->max_wr = shared_->rq.capacity;
+  attr->max_sge = shared_->rq.max_sge;
+  attr->srq_limit = shared_->rq.limit.load(std::memory_order_acquire);
+  return Status::ok();
+}
+
+int Srq::post_recv(ibv_recv_wr* wr, ibv_recv_wr** bad) {
+  if (bad != nullptr) *bad = nullptr;
+  if (wr == nullptr) return EINVAL;
+  shm::Segment& seg = ctx_->device().seg();
+  shm::RecvQueue& rq = shared_->rq;
+  int rc = 0;
+  {
+    std::lock_guard lock(post_mu_);
+    shm::Sge sge[shm::kMaxSge];
+    for (; wr != nullptr; wr = wr->next) {
+      if (wr->num_sge < 0 || static_cast<uint32_t>(wr->num_sge) > rq.max_sge ||
+          (wr->num_sge > 0 && wr->sg_list == nullptr)) {
+        rc = EINVAL;
+        break;
+      }
+      for (int i = 0; i < wr->num_sge; ++i) sge[i] = {wr->sg_list[i].addr, wr->sg_list[i].length, wr->sg_list[i].lkey};
+      if (!shm::rq_post(seg, rq, wr->wr_id, sge, static_cast<uint32_t>(wr->num_sge))) {
+        rc = ENOMEM;
+        break;
+      }
+    }
+  }
+  // ibv_post_srq_recv(3): bad_wr names the first WR that was not posted.
+  if (rc != 0 && bad != nullptr) *bad = wr;
+  return rc;
+}
+
+void Srq::raise_limit_event() {
+  events_reported_.fetch_add(1);
+  ctx_->raise_async(IBV_EVENT_SRQ_LIMIT_REACHED, AsyncObject::kSrq, this);
+}
+
+Status Srq::destroy() {
+  if (users_.load() != 0) return Status::error(EBUSY);
+  Device& dev = ctx_->device();
+  dev.remove_srq(slot_);
+  // ibv_destroy_srq(3): wait until every async event reported for it is
+  // acknowledged. WQEs still queued are discarded: nothing completes them.
+  pthread_mutex_lock(&ibv_.mutex);
+  while (ibv_.events_completed != events_reported_.load()) pthread_cond_wait(&ibv_.cond, &ibv_.mutex);
+  pthread_mutex_unlock(&ibv_.mutex);
+  // Phase 1: responders stop taking from it (they check slot_state); the
+  // ring is freed after the grace period (invariant 7).
+  shm::mark_dead(dev.seg(), *shared_, now_ns());
+  pd_->users.fetch_sub(1);
+  pthread_mutex_destroy(&ibv_.mutex);
+  pthread_cond_destroy(&ibv_.cond);
+  delete this;
+  return Status::ok();
+}
+
+}  // namespace softverbs::verbs

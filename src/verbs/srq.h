@@ -1,0 +1,81 @@
+// Shared receive queues (basic SRQs; XRC SRQs are not supported).
+//
+// An SRQ is its shared entry (shm::SharedSrq: the receive ring and its limit,
+// in the segment, so that a responder in any process can take from it) and
+// this object, which embeds the ABI's ibv_srq. QPs of this process created
+// with init_attr.srq take their receive WQEs from it
+// (transport/responder.cc, take_recv_wqe); each completion goes to the
+// taking QP's recv_cq with that QP's qp_num.
+//
+// Invariant 4 (docs/DESIGN.md): this process is the ring's one producer
+// (post_recv, serialised on post_mu_); responders are the consumers. A QP
+// that goes to Error flushes none of the SRQ's WQEs (they belong to the SRQ
+// and its other QPs); destroy discards whatever is still queued.
+//
+// Limit (IBA 10.2.9.3, ibv_modify_srq(3)): modify arms it; the responder
+// that takes the queue below it disarms it (CAS to 0) and raises
+// IBV_EVENT_SRQ_LIMIT_REACHED through the taking QP's events
+// (transport::Notifier::qp_event: the QP's owner is this SRQ's owner), which
+// Qp::on_remote_event hands to raise_limit_event(). One-shot: the
+// application re-arms it.
+//
+// Known gaps: a limit event whose QP is destroyed before the service thread
+// delivers it is lost (the limit is already disarmed); a WQE a responder
+// holds mid-message (UDP, multi-packet SEND) when its QP is reset is not
+// returned to the SRQ; receive SGEs are checked against the taking QP's PD.
+//
+// Thread-safety: post_recv serialises on post_mu_, modify/query on
+// modify_mu_; raise_limit_event runs on the service thread.
+#pragma once
+
+#include <infiniband/verbs.h>
+
+#include <atomic>
+#include <cstdint>
+#include <mutex>
+
+#include "shm/objects.h"
+#include "util/spin_mutex.h"
+#include "util/status.h"
+
+namespace softverbs::verbs {
+
+class Context;
+struct Pd;
+
+class Srq {
+ public:
+  // Fills attr->attr.max_wr and max_sge with what the SRQ got.
+  static Result<Srq*> create(Context* ctx, ibv_srq_init_attr_ex* attr);
+  static Srq* from(ibv_srq* s) { return reinterpret_cast<Srq*>(s); }
+
+  ibv_srq* ibv() { return &ibv_; }
+  Context* context() { return ctx_; }
+  uint32_t slot() const { return slot_; }
+
+  Status modify(const ibv_srq_attr& attr, int mask);
+  Status query(ibv_srq_attr* attr);
+  int post_recv(ibv_recv_wr* wr, ibv_recv_wr** bad);
+  Status destroy();
+
+  // QPs that take from this SRQ: destroy fails with EBUSY while > 0.
+  std::atomic<uint32_t>& users() { return users_; }
+  // Service thread (registry lock held): a responder took the queue below
+  // the armed limit.
+  void raise_limit_event();
+
+ private:
+  Srq() = default;
+
+  ibv_srq ibv_{};  // first: ibv_srq* is this object
+  Context* ctx_ = nullptr;
+  Pd* pd_ = nullptr;
+  uint32_t slot_ = 0;
+  shm::SharedSrq* shared_ = nullptr;
+  SpinMutex post_mu_;
+  std::mutex modify_mu_;
+  std::atomic<uint32_t> users_{0};
+  std::atomic<uint32_t> events_reported_{0};
+};
+
+}  // namespace softverbs::verbs

@@ -39,6 +39,9 @@ Result<transport::Link*> link_for(DeviceHost& device, const ibv_ah_attr& ah, uin
 
 RegionExport export_region(uint64_t addr, uint64_t length) { return host::acquire_backing(addr, length); }
 void unexport_region(const RegionExport& region) { host::release_backing(region); }
+void quiesce_local_access() {
+  if (g_port.roce) udp::udp_fabric().quiesce();
+}
 
 Status attach(shm::Segment& seg, shm::OwnerId self) { return host::prepare_bounce_slots(seg, self); }
 bool serve(shm::Segment& seg, shm::OwnerId self) { return host::serve_bounce_requests(seg, self); }

@@ -58,6 +58,12 @@ struct RegionExport {
 RegionExport export_region(uint64_t addr, uint64_t length);
 // The last MR over the export is gone.
 void unexport_region(const RegionExport& region);
+// A key was invalidated (ibv_dereg_mr, ibv_rereg_mr): returns once every
+// access to this process's memory that a fabric began under the old key has
+// finished — as an HCA finishes its DMA before deregistration returns — so
+// the application may free the memory. The UDP fabric's responder reaches
+// our memory directly, under its receive locks.
+void quiesce_local_access();
 
 // The service thread's hooks. attach: once, when the process attaches to the
 // device; serve: each time it wakes (whether it did any work); sweep: every

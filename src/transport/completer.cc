@@ -279,6 +279,9 @@ void on_read_response(SendSide& s, uint32_t psn, bool first, bool last, std::spa
   IoCursor c(list, offset);
   scatter_from(c, payload.data(), std::min<uint64_t>(payload.size(), list.bytes > offset ? list.bytes - offset : 0));
   ++w.responses;
+  // Forward progress reloads the retry count: a long READ over a lossy link
+  // resumes as often as it needs while each try brings data.
+  s.completer.retries_left = s.conn.retry_cnt;
   if (last) complete_through(s, wire::psn_add(Psn(w.psn), w.packets - 1).value());
   restart_ack_timer(s);
 }

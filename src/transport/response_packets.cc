@@ -6,6 +6,7 @@
 #include <cstring>
 
 #include "transport/responder.h"
+#include "util/tsan.h"
 #include "wire/opcode.h"
 #include "wire/packet.h"
 #include "wire/psn.h"
@@ -61,8 +62,10 @@ void answer_request(const shm::SharedQp& qp, const Request& req, const Response&
       h.bth.psn = wire::psn_add(wire::Psn(req.psn), k);
       wire::PacketBuilder b(buf);
       if (b.build(h, len) != wire::PacketError::kOk) return;
-      if (len > 0 && resp.data_mr != nullptr)
+      if (len > 0 && resp.data_mr != nullptr) {
+        const UnsyncedAccess from_the_region;
         std::memcpy(b.payload().data(), reinterpret_cast<const void*>(resp.data_va + offset), len);
+      }
       sink.send(b.packet());
     }
     return;

@@ -13,6 +13,7 @@
 #include "shm/objects.h"
 #include "transport/iov.h"
 #include "util/status.h"
+#include "util/tsan.h"
 
 namespace softverbs::transport {
 
@@ -36,16 +37,19 @@ class LocalMemory final : public TargetMemory {
  public:
   Status write(const shm::SharedMr&, uint64_t va, const IoList& src, uint64_t src_offset, uint64_t length) override {
     IoCursor c(src, src_offset);
+    const UnsyncedAccess placement;
     gather_into(reinterpret_cast<void*>(va), c, length);
     return Status::ok();
   }
   Status read(const shm::SharedMr&, uint64_t va, uint64_t length, const IoList& dst, uint64_t dst_offset) override {
     IoCursor c(dst, dst_offset);
+    const UnsyncedAccess placement;
     scatter_from(c, reinterpret_cast<const void*>(va), length);
     return Status::ok();
   }
   Status atomic(const shm::SharedMr&, uint64_t va, AtomicOp op, uint64_t compare_add, uint64_t swap,
                 uint64_t* original) override {
+    const UnsyncedAccess placement;
     *original = do_atomic(reinterpret_cast<uint64_t*>(va), op, compare_add, swap);
     return Status::ok();
   }

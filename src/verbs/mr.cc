@@ -115,6 +115,7 @@ Status deregister_mr(Mr* mr) {
     shm::ControlLock lock(seg);
     m.lkey = 0;
   }
+  fabric::quiesce_local_access();  // no responder still copies from or into it
   fabric::unexport_region(mr->backing);
   mr->pd->users.fetch_sub(1, std::memory_order_relaxed);
   delete mr;

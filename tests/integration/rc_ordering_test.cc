@@ -213,6 +213,7 @@ TEST(RcOrdering, FenceAfterRead) {
           EXPECT_TRUE(expect_pattern(local->data(), kLen, 0xFE0 + round, "READ result"));
           ASSERT_TRUE(p.peer().wait("verified"));
         }
+        ASSERT_TRUE(p.peer().signal("completed"));
       },
       "target",
       [&](Proc& p) {
@@ -237,6 +238,9 @@ TEST(RcOrdering, FenceAfterRead) {
           EXPECT_TRUE(expect_pattern(y->data(), kLen, 0xFE0 + round, "fenced WRITE after READ"));
           ASSERT_TRUE(p.peer().signal("verified"));
         }
+        // Stay until the initiator has every completion: the last SEND's ACK
+        // may be lost (SOFTVERBS_FAULTS) and its retry needs this QP to answer.
+        ASSERT_TRUE(p.peer().wait("completed", Deadline(scaled(Millis(20'000)))));
       });
 }
 

@@ -186,7 +186,11 @@ Status UdpFabric::start(DeviceHost& host, const std::vector<wire::Gid>& gids, ui
   const int e = forwarder_.start(
       host.seg().path(), host.self(),
       [this](uint8_t endpoint, const wire::Gid& from, uint16_t from_port, std::span<const uint8_t> ib) {
-        if (endpoint < endpoints_.size()) on_datagram(endpoints_[endpoint], Peer{from, from_port}, ib, false);
+        if (endpoint >= endpoints_.size()) return;
+        // Under the endpoint's receive lock like every datagram, so that
+        // quiesce() covers forwarded ones too.
+        std::lock_guard handling(receivers_[endpoint].mu);
+        on_datagram(endpoints_[endpoint], Peer{from, from_port}, ib, false);
       },
       [this] { take_over_ports(); });
   if (e != 0) {
@@ -279,6 +283,14 @@ int UdpFabric::receive_batch(size_t index) {
     on_datagram(ep, from, {static_cast<const uint8_t*>(iov[i].iov_base), msgs[i].msg_len}, true);
   }
   return n;
+}
+
+void UdpFabric::quiesce() {
+  {
+    std::lock_guard lock(start_mu_);
+    if (!started_) return;
+  }
+  for (size_t i = 0; i < endpoints_.size(); ++i) std::lock_guard wait_for_handling(receivers_[i].mu);
 }
 
 bool UdpFabric::receive_now() {

@@ -51,6 +51,9 @@ class UdpFabric final : public transport::Link {
                          uint32_t from_psn) override;
   bool can_transmit(const transport::SendSide& side, const transport::SendWqe& wqe) override;
   bool receive_now() override;
+  // Returns once no datagram that was being handled when it was called is
+  // still being handled (fabric::quiesce_local_access).
+  void quiesce();
 
  private:
   // Sockets a packet may leave from, picked by destination QP: the UDP

@@ -304,7 +304,12 @@ TEST(RcOrdering, LongSendStream) {
   QpConfig cfg;
   cfg.max_send_wr = 32;
   cfg.max_recv_wr = 32;
-  cfg.min_rnr_timer = 1;
+  // 0.64 ms between RNR retries: a receiver starved of CPU (sanitizers, a
+  // loaded machine) then sees tens of retries a second, not thousands. Under
+  // SOFTVERBS_FAULTS each retry risks losing its RNR NAK, and a lost one
+  // costs a transport retry (the next request draws a sequence NAK), so
+  // thousands of RNR rounds exhaust retry_cnt before the receiver catches up.
+  cfg.min_rnr_timer = 12;
   auto size_of = [](uint32_t i) { return static_cast<size_t>(8 + (i * 37) % (kMax - 8)); };
   run_pair(
       "sender",

@@ -20,7 +20,7 @@ enum class AsyncObject : uint32_t { kNone, kQp, kCq, kSrq, kPort };
 struct AsyncRecord {
   uint32_t type;  // enum ibv_event_type
   AsyncObject kind;
-  void* object;   // Qp*, Cq*, Srq* (the verbs object), or the port number
+  void* object;   // a QP's event token (Qp::raise_event), Cq*, Srq*, or the port number
 };
 
 class Context {

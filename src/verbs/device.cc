@@ -93,6 +93,15 @@ Cq* Device::claim_cq_event(uint64_t token) {
   return cq;
 }
 
+Qp* Device::claim_qp_event(uint64_t token) {
+  const uint32_t slot = static_cast<uint32_t>(token & (shm::kMaxQpSlots - 1));
+  std::lock_guard lock(registry_mu_);
+  Qp* qp = qps_[slot];
+  if (qp == nullptr || qp->event_token() != token) return nullptr;
+  qp->note_event_fetched();
+  return qp;
+}
+
 void Device::deliver_qp_event(uint32_t slot, uint64_t bits) {
   if (bits == 0) return;
   std::lock_guard lock(registry_mu_);

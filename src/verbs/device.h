@@ -51,6 +51,8 @@ class Device final : public fabric::DeviceHost {
   // ibv_get_cq_event read `token` from a channel: the CQ it names, with
   // the event counted as fetched; nullptr when that CQ is gone.
   Cq* claim_cq_event(uint64_t token);
+  // Likewise for a QP's asynchronous event (ibv_get_async_event).
+  Qp* claim_qp_event(uint64_t token);
 
   // Service thread: events and timers for our own objects.
   void deliver_cq_events(uint32_t first_slot, uint64_t bits);

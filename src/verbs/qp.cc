@@ -126,6 +126,8 @@ Result<Qp*> Qp::create(Context* ctx, ibv_qp_init_attr_ex* a) {
   qp->recv_cq_ = Cq::from(a->recv_cq);
   qp->srq_ = srq;
   qp->slot_ = slot.value();
+  static std::atomic<uint64_t> serial{0};
+  qp->event_token_ = (serial.fetch_add(1, std::memory_order_relaxed) + 1) << shm::kQpSlotBits | qp->slot_;
   shm::SharedQp& s = seg.qp(qp->slot_);
   qp->shared_ = &s;
   s.owner = dev.self();
@@ -335,8 +337,7 @@ Status Qp::modify(const ibv_qp_attr& a, int mask) {
     // when the completer retires the last one.
     std::lock_guard sl(side_.lock);
     if (side_.sq.done == side_.sq.next) {
-      events_reported_.fetch_add(1);
-      ctx_->raise_async(IBV_EVENT_SQ_DRAINED, AsyncObject::kQp, this);
+      raise_event(IBV_EVENT_SQ_DRAINED);
     } else {
       side_.completer.notify_drained = true;
     }
@@ -645,9 +646,15 @@ void Qp::on_remote_event(uint64_t bits) {
     // IBA 11.6.3: Last WQE Reached once per entry into Error (every path
     // into Error raises it: local modify, responder error, requester error).
     if (e == IBV_EVENT_QP_LAST_WQE_REACHED && last_wqe_reported_.exchange(true)) continue;
-    events_reported_.fetch_add(1);
-    ctx_->raise_async(static_cast<ibv_event_type>(e), AsyncObject::kQp, this);
+    raise_event(static_cast<ibv_event_type>(e));
   }
+}
+
+// The event names the QP by its token, not its address: ibv_get_async_event
+// claims it through the registry (Device::claim_qp_event), so an event still
+// unread when the QP is destroyed is skipped rather than dereferenced.
+void Qp::raise_event(ibv_event_type type) {
+  ctx_->raise_async(type, AsyncObject::kQp, reinterpret_cast<void*>(static_cast<uintptr_t>(event_token_)));
 }
 
 void Qp::ack_async_event() {
@@ -660,9 +667,11 @@ void Qp::ack_async_event() {
 Status Qp::destroy() {
   Device& dev = ctx_->device();
   dev.remove_qp(slot_);  // from now on the service thread does not call us
-  // ibv_destroy_qp(3): wait until every async event reported for it is acknowledged.
+  // ibv_destroy_qp(3): wait until every async event fetched for it with
+  // ibv_get_async_event is acknowledged. Unfetched ones are dropped: no claim
+  // finds this QP once it left the registry.
   pthread_mutex_lock(&ex_.qp_base.mutex);
-  while (ex_.qp_base.events_completed != events_reported_.load())
+  while (ex_.qp_base.events_completed != events_fetched_.load())
     pthread_cond_wait(&ex_.qp_base.cond, &ex_.qp_base.mutex);
   pthread_mutex_unlock(&ex_.qp_base.mutex);
   {

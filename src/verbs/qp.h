@@ -59,6 +59,10 @@ class Qp {
   void wr_set_ud_addr(ibv_ah* ah, uint32_t remote_qpn, uint32_t remote_qkey);
 
   void ack_async_event();
+  uint64_t event_token() const { return event_token_; }
+  // Registry lock held (Device::claim_qp_event): ibv_get_async_event took
+  // one of this QP's events.
+  void note_event_fetched() { events_fetched_.fetch_add(1, std::memory_order_relaxed); }
 
  private:
   Qp() = default;
@@ -72,6 +76,7 @@ class Qp {
   // Before the lock: takes the line the WR will land in (see qp.cc).
   void prefetch_landing(const ibv_send_wr& wr);
   void enter_error_locked();
+  void raise_event(ibv_event_type type);
 
   ibv_qp_ex ex_{};  // first: ibv_qp* and ibv_qp_ex* are this object
   Context* ctx_ = nullptr;
@@ -86,7 +91,8 @@ class Qp {
   std::mutex modify_mu_;
   ibv_qp_init_attr init_{};
   bool en_sqd_async_notify_ = false;  // the rest of query_qp's answer lives in shared_ and side_
-  std::atomic<uint32_t> events_reported_{0};
+  uint64_t event_token_ = 0;  // slot in the low kQpSlotBits, a per-process serial above
+  std::atomic<uint32_t> events_fetched_{0};
   std::atomic<bool> last_wqe_reported_{false};  // IBV_EVENT_QP_LAST_WQE_REACHED since the last Reset
 
   uint64_t wr_building_ = 0;   // WQEs built since wr_start

@@ -340,6 +340,44 @@ TEST(Events, GetCqEventReturnsEintrWhenInterrupted) {
   });
 }
 
+// Regression (issue 18: "after an RC atomic to an invalid R_Key completes in
+// error, closing the device contexts hangs"): the responder's QP raised an
+// asynchronous event nobody fetched, and ibv_destroy_qp waited for its
+// acknowledgement. ibv_destroy_qp(3) asks only for the acknowledgement of
+// fetched events; an unfetched one is dropped with its QP.
+TEST(Events, DestroyQpDoesNotWaitForUnfetchedAsyncEvents) {
+  run_pair(
+      "requester",
+      [&](Proc& p) {
+        auto ep = connected_endpoint(p.peer());
+        ASSERT_NE(nullptr, ep);
+        auto buf = Region::create(ep->pd.get(), 64);
+        ASSERT_NE(nullptr, buf);
+        RemoteBuf remote;
+        ASSERT_TRUE(p.peer().recv(&remote));
+        remote.rkey ^= 0x5A5A5A00;
+        Wr w = wr_faa(1, buf->sge(0, 8), remote, 1);
+        ASSERT_TRUE(run_wr_expect(ep->qp(), w, IBV_WC_REM_ACCESS_ERR));
+        ASSERT_TRUE(p.peer().signal("failed"));
+        ASSERT_TRUE(p.peer().wait("closed"));
+      },
+      "responder",
+      [&](Proc& p) {
+        auto ep = connected_endpoint(p.peer());
+        ASSERT_NE(nullptr, ep);
+        auto buf = Region::create(ep->pd.get(), 64);
+        ASSERT_NE(nullptr, buf);
+        ASSERT_TRUE(p.peer().send(buf->remote()));
+        ASSERT_TRUE(p.peer().wait("failed"));
+        EXPECT_TRUE(ep->qp().wait_state(IBV_QPS_ERR));
+        EXPECT_EQ(1, wait_readable(ep->ctx->async_fd, scaled(kOpTimeout))) << "no asynchronous event to leave unread";
+        const auto start = Clock::now();
+        EXPECT_EQ(0, ep->qp().destroy_undrained());  // its access error event is still unread
+        EXPECT_LT(ms_since(start), 5000.0) << "destroying the QP waited for an event never fetched";
+        ASSERT_TRUE(p.peer().signal("closed"));
+      });
+}
+
 // With nothing pending, a non-blocking async_fd is not readable and
 // ibv_get_async_event returns -1.
 TEST(Events, AsyncFdNonBlockingWhenIdle) {

@@ -1,6 +1,7 @@
 // Asynchronous events.
 #include "abi/ibverbs/abi.h"
 #include "verbs/context.h"
+#include "verbs/device.h"
 #include "verbs/cq.h"
 #include "verbs/qp.h"
 #include "verbs/srq.h"
@@ -15,14 +16,21 @@ SV_EXPORT int ibv_get_async_event(ibv_context* ctx, ibv_async_event* event) {
     return -1;
   }
   AsyncRecord r;
-  softverbs::Status s = Context::from(ctx)->next_async(&r);
-  if (!s.is_ok()) {
-    errno = s.code();
-    return -1;
+  softverbs::verbs::Qp* qp = nullptr;
+  for (;;) {
+    softverbs::Status s = Context::from(ctx)->next_async(&r);
+    if (!s.is_ok()) {
+      errno = s.code();
+      return -1;
+    }
+    if (r.kind != AsyncObject::kQp) break;
+    // A QP's event names it by token; one whose QP is gone is skipped.
+    qp = Context::from(ctx)->device().claim_qp_event(reinterpret_cast<uintptr_t>(r.object));
+    if (qp != nullptr) break;
   }
   event->event_type = static_cast<ibv_event_type>(r.type);
   switch (r.kind) {
-    case AsyncObject::kQp: event->element.qp = static_cast<softverbs::verbs::Qp*>(r.object)->ibv(); break;
+    case AsyncObject::kQp: event->element.qp = qp->ibv(); break;
     case AsyncObject::kCq: event->element.cq = static_cast<softverbs::verbs::Cq*>(r.object)->ibv(); break;
     case AsyncObject::kSrq: event->element.srq = static_cast<softverbs::verbs::Srq*>(r.object)->ibv(); break;
     case AsyncObject::kPort: event->element.port_num = static_cast<int>(reinterpret_cast<intptr_t>(r.object)); break;

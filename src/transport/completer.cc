@@ -5,7 +5,6 @@
 #include "shm/rings.h"
 #include "transport/cq_output.h"
 #include "transport/local_sges.h"
-#include "transport/mtu.h"
 #include "transport/nak_table.h"
 #include "transport/requester.h"
 #include "transport/wr_opcode_table.h"
@@ -18,10 +17,6 @@ namespace {
 
 using wire::Psn;
 using wire::psn_diff;
-
-
-
-bool answered_by_response(const SendWqe& w) { return reads_remote(w.opcode); }
 
 // Index of the sent WQE whose PSN range holds `psn`, or ~0.
 uint64_t wqe_of(const SendSide& s, uint32_t psn) {
@@ -41,13 +36,12 @@ void schedule(SendSide& s, uint64_t deadline) {
   }
 }
 
-
 // Sends again from WQE `index`, PSN `psn` inside it; what it had received of
 // READ responses before `psn` stays.
 void go_back(SendSide& s, uint64_t index, uint32_t psn) {
   for (uint64_t i = index; i < s.sq.next; ++i) {
     SendWqe& w = s.sq.at(i);
-    if (i == index && answered_by_response(w)) {
+    if (i == index && reads_remote(w.opcode)) {
       const int32_t d = psn_diff(Psn(psn), Psn(w.psn));
       w.responses = static_cast<uint32_t>(std::max(0, d));
     } else if (i != index) {
@@ -78,7 +72,7 @@ bool spend_retry(SendSide& s, uint64_t index) {
 [[gnu::always_inline]] inline bool complete_through(SendSide& s, uint32_t psn) {
   while (s.sq.done != s.sq.next) {
     SendWqe& w = s.sq.at(s.sq.done);
-    if (answered_by_response(w)) {
+    if (reads_remote(w.opcode)) {
       if (w.responses == w.packets) {
         complete_success(s, s.sq.done);
         continue;
@@ -121,7 +115,7 @@ void on_ack_timeout(SendSide& s) {
   if (s.sq.done == s.sq.next) return;
   if (!spend_retry(s, s.sq.done)) return;
   SendWqe& w = s.sq.at(s.sq.done);
-  const uint32_t from = answered_by_response(w) ? w.responses : 0;
+  const uint32_t from = reads_remote(w.opcode) ? w.responses : 0;
   go_back(s, s.sq.done, wire::psn_add(Psn(w.psn), from).value());
 }
 
@@ -168,7 +162,7 @@ uint32_t reads_in_flight(const SendSide& s) {
   uint32_t n = 0;
   for (uint64_t i = s.sq.done; i < s.sq.next; ++i) {
     const SendWqe& w = s.sq.at(i);
-    if (answered_by_response(w) && w.responses != w.packets) ++n;
+    if (reads_remote(w.opcode) && w.responses != w.packets) ++n;
   }
   return n;
 }
@@ -230,7 +224,6 @@ void complete_in_error(SendSide& s, uint64_t index, ibv_wc_status status) {
   flush_send_queue(s);
   flush_recv_queue(*s.qp.seg, s.qp.qp_slot, *s.qp.notifier);
 }
-
 
 void acknowledge(SendSide& s, uint32_t psn, const wire::Aeth& aeth) {
   if (s.sq.done == s.sq.next) return;  // nothing in flight: a stale answer

@@ -4,7 +4,6 @@
 
 #include <algorithm>
 
-#include "transport/mtu.h"
 #include "transport/wr_opcode_table.h"
 #include "wire/psn.h"
 
@@ -99,7 +98,7 @@ std::span<uint8_t> RequestPackets::next(std::span<uint8_t> buf) {
   const bool last = k + 1 == count_;
   const bool reliable = side_.qp.qp_type == IBV_QPT_RC;
   wire::Bth& bth = h_.bth;
-  const bool single = wqe_.packets == 1 || wr_opcode(wqe_.opcode)->reads_remote;
+  const bool single = wqe_.packets == 1 || reads_remote(wqe_.opcode);
   bth.opcode = single ? only_ : first ? first_ : last ? last_ : middle_;
   bth.psn = wire::psn_add(wire::Psn(wqe_.psn), k);
   // READs and atomics always want their answer; SEND and WRITE on the last

@@ -5,7 +5,6 @@
 #include "transport/completer.h"
 #include "transport/link.h"
 #include "transport/local_sges.h"
-#include "transport/mtu.h"
 #include "transport/wr_opcode_table.h"
 #include "wire/psn.h"
 
@@ -23,7 +22,7 @@ uint32_t packets_of(const SendWqe& w, const WrOpcodeInfo& op, uint32_t mtu) {
 bool fenced(const SendSide& s, const SendWqe& w) {
   if ((w.send_flags & IBV_SEND_FENCE) == 0) return false;
   for (uint64_t i = s.sq.done; i < s.sq.next; ++i)
-    if (wr_opcode(s.sq.at(i).opcode)->reads_remote) return true;
+    if (reads_remote(s.sq.at(i).opcode)) return true;
   return false;
 }
 

@@ -39,10 +39,14 @@ inline const WrOpcodeInfo* wr_opcode(uint32_t opcode) {
   return &kWrOpcodes[opcode];
 }
 
-// READ and the atomics: answered by a response that carries data, and
-// fenced WRs wait for them. Their opcodes are adjacent in the ABI.
-static_assert(IBV_WR_RDMA_READ + 1 == IBV_WR_ATOMIC_CMP_AND_SWP && IBV_WR_RDMA_READ + 2 == IBV_WR_ATOMIC_FETCH_AND_ADD);
-inline bool reads_remote(uint32_t opcode) { return opcode - IBV_WR_RDMA_READ <= 2u; }
+// The table's reads_remote as one compare, for the completer's loops: READ
+// and the atomics are adjacent in the ABI, and the table agrees.
+constexpr bool reads_remote(uint32_t opcode) { return opcode - IBV_WR_RDMA_READ <= 2u; }
+static_assert([] {
+  for (uint32_t op = 0; op < kWrOpcodes.size(); ++op)
+    if (kWrOpcodes[op].known && kWrOpcodes[op].reads_remote != reads_remote(op)) return false;
+  return true;
+}());
 
 inline bool wr_allowed(const WrOpcodeInfo& op, uint8_t qp_type) {
   switch (qp_type) {

@@ -47,6 +47,22 @@ bool get_and_ack(ibv_comp_channel* channel, ibv_cq* cq, void* cq_context) {
   return ev_cq == cq && ev_ctx == cq_context;
 }
 
+// The requester's half of a remote access error: a WRITE (or a FetchAdd) to
+// the buffer the peer sent, under a corrupted R_Key, completes with
+// IBV_WC_REM_ACCESS_ERR.
+bool fail_with_bad_rkey(Proc& p, Endpoint& ep, bool atomic) {
+  auto buf = Region::create(ep.pd.get(), 64);
+  if (buf == nullptr) {
+    ADD_FAILURE() << "Region::create";
+    return false;
+  }
+  RemoteBuf remote;
+  if (!p.peer().recv(&remote)) return false;
+  remote.rkey ^= 0x5A5A5A00;
+  Wr w = atomic ? wr_faa(1, buf->sge(0, 8), remote, 1) : wr_write(1, {buf->sge(0, 64)}, remote);
+  return run_wr_expect(ep.qp(), w, IBV_WC_REM_ACCESS_ERR);
+}
+
 ChannelPtr make_channel(ibv_context* ctx) {
   errno = 0;
   ChannelPtr ch(ibv_create_comp_channel(ctx));
@@ -351,13 +367,7 @@ TEST(Events, DestroyQpDoesNotWaitForUnfetchedAsyncEvents) {
       [&](Proc& p) {
         auto ep = connected_endpoint(p.peer());
         ASSERT_NE(nullptr, ep);
-        auto buf = Region::create(ep->pd.get(), 64);
-        ASSERT_NE(nullptr, buf);
-        RemoteBuf remote;
-        ASSERT_TRUE(p.peer().recv(&remote));
-        remote.rkey ^= 0x5A5A5A00;
-        Wr w = wr_faa(1, buf->sge(0, 8), remote, 1);
-        ASSERT_TRUE(run_wr_expect(ep->qp(), w, IBV_WC_REM_ACCESS_ERR));
+        ASSERT_TRUE(fail_with_bad_rkey(p, *ep, /*atomic=*/true));
         ASSERT_TRUE(p.peer().signal("failed"));
         ASSERT_TRUE(p.peer().wait("closed"));
       },
@@ -403,13 +413,7 @@ TEST(Events, AsyncEventOnRemoteAccessError) {
       [&](Proc& p) {
         auto ep = connected_endpoint(p.peer());
         ASSERT_NE(nullptr, ep);
-        auto buf = Region::create(ep->pd.get(), 64);
-        ASSERT_NE(nullptr, buf);
-        RemoteBuf remote;
-        ASSERT_TRUE(p.peer().recv(&remote));
-        remote.rkey ^= 0x5A5A5A00;
-        Wr w = wr_write(1, {buf->sge(0, 64)}, remote);
-        ASSERT_TRUE(run_wr_expect(ep->qp(), w, IBV_WC_REM_ACCESS_ERR));
+        ASSERT_TRUE(fail_with_bad_rkey(p, *ep, /*atomic=*/false));
         ASSERT_TRUE(p.peer().wait("checked"));
       },
       "responder",

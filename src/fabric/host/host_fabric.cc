@@ -1,5 +1,4 @@
 #include "fabric/host/host_fabric.h"
-#include "transport/mtu.h"
 
 #include <algorithm>
 #include <cstring>
@@ -21,7 +20,6 @@
 namespace softverbs::fabric::host {
 
 using transport::IoList;
-using transport::mtu_bytes;
 using transport::KeyCheck;
 using transport::MrRef;
 using transport::ReqKind;

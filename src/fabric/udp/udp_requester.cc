@@ -4,7 +4,6 @@
 
 #include "fabric/fabrics.h"
 #include "fabric/udp/udp_fabric.h"
-#include "transport/mtu.h"
 #include "transport/request_packets.h"
 #include "transport/wr_opcode_table.h"
 #include "wire/psn.h"

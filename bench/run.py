@@ -23,6 +23,7 @@ import os
 import platform
 import re
 import shlex
+import shutil
 import signal
 import socket
 import statistics
@@ -285,17 +286,30 @@ def perftest_bw_both(key_bw, key_mr, label, group, tool, size, iters, roce=None,
 UCX_RETRY = r"Connection refused|connect\(\) failed|Destination is unreachable|failed to connect"
 
 
-def ucx_once(test, size, iters, tls, ns_pair=None, addr="localhost"):
+def on_softverbs(cmd):
+    """cmd through our library on softverbs0, where UCX finds the device (its
+    /dev/infiniband stand-in: `softverbs run --dev-nodes`)."""
+    return [ARGS.build / "bin" / "softverbs", "run", "--dev-nodes", "--"] + cmd
+
+
+SOFTVERBS_UCX_ENV = {}  # filled in main(): the bench's own segment, softverbs0's port
+
+
+def ucx_once(test, size, iters, tls, ns_pair=None, addr="localhost", softverbs=False):
     port = free_port()
     env = {"UCX_TLS": tls, "UCX_WARN_UNUSED_ENV_VARS": "n"}
     client = ["ucx_perftest", addr, "-p", port, "-t", test, "-s", size, "-n", iters,
               "-w", max(10, iters // 10), "-f", "-v"]
+    server = ["ucx_perftest", "-p", port]
+    if softverbs:
+        env.update(SOFTVERBS_UCX_ENV)
+        client, server = on_softverbs(client), on_softverbs(server)
     ns_s, ns_c = ns_pair or (None, None)
     env_s = dict(env)
     if ns_pair:  # over the veth only: each end names its side of the pair
         env_s["UCX_NET_DEVICES"] = ARGS._roce.dev_a
         env["UCX_NET_DEVICES"] = ARGS._roce.dev_b
-    rc, out, sout = run_pair(["ucx_perftest", "-p", port], client, env_s, env, ns_s, ns_c,
+    rc, out, sout = run_pair(server, client, env_s, env, ns_s, ns_c,
                              timeout=ARGS.timeout, retry=UCX_RETRY)
     cmd = cmdline(client, env, ns_c)
     value = None
@@ -311,7 +325,7 @@ def ucx_once(test, size, iters, tls, ns_pair=None, addr="localhost"):
     return value, cmd
 
 
-def measure_ucx(prefix, name, group, tls, tests, ns_pair=None, addr="localhost"):
+def measure_ucx(prefix, name, group, tls, tests, ns_pair=None, addr="localhost", softverbs=False):
     """tests: [(key suffix, test, size, iters, pick: 0 lat us, 1 GB/s, 2 Mpps)]"""
     for suffix, test, size, iters, picks in tests:
         if over_budget():
@@ -319,7 +333,7 @@ def measure_ucx(prefix, name, group, tls, tests, ns_pair=None, addr="localhost")
             continue
         cmds, vals = [], {p: [] for p in picks}
         for _ in range(ARGS.per_round):
-            v, c = ucx_once(test, size, iters, tls, ns_pair, addr)
+            v, c = ucx_once(test, size, iters, tls, ns_pair, addr, softverbs)
             cmds.append(c)
             if v is not None:
                 for p in picks:
@@ -471,6 +485,10 @@ COMPARISONS = [
     ("host", "ib_write_bw 1 MiB", "sv.host.ib_write_bw.1048576.bw", "ucx.posix.ucp_put_bw.1048576.bw", "UCX posix ucp_put_bw 1 MiB", 0.8, False),
     ("host", "ib_read_bw 64 KiB", "sv.host.ib_read_bw.65536.bw", "ucx.posix.ucp_put_bw.65536.bw", "UCX posix ucp_put_bw 64 KiB", None, False),
     ("host", "ib_read_bw 1 MiB", "sv.host.ib_read_bw.1048576.bw", "ucx.posix.ucp_put_bw.1048576.bw", "UCX posix ucp_put_bw 1 MiB", 0.8, False),
+    ("host", "UCX rc_verbs tag_lat 8 B", "ucx.sv_rc.tag_lat.8.lat", "ucx.posix.tag_lat.8.lat", "UCX posix tag_lat 8 B", 1.5, True),
+    ("host", "UCX rc_verbs tag_bw 1 MiB", "ucx.sv_rc.tag_bw.1048576.bw", "ucx.posix.tag_bw.1048576.bw", "UCX posix tag_bw 1 MiB", 0.8, False),
+    # >= 0.8x the throughput of a ping-pong is <= 1.25x its half round trip.
+    ("host", "MPI ping-pong 1 MiB, pml ucx rc_verbs", "mpi.sv_ucx_rc.1048576", "mpi.vader.1048576", "Open MPI vader 1 MiB", 1.25, True),
     ("host", "ib_write_bw 1 MiB vs memcpy", "sv.host.ib_write_bw.1048576.bw", "limits.memcpy.1048576", "memcpy 1 MiB, one thread", None, False),
     ("roce", "ib_write_bw 64 KiB", "sv.roce.ib_write_bw.65536.bw", "ucx.tcp_veth.ucp_put_bw.65536.bw", "UCX tcp ucp_put_bw 64 KiB, veth", 1.0, False),
     ("roce", "ib_write_bw 1 MiB", "sv.roce.ib_write_bw.1048576.bw", "ucx.tcp_veth.ucp_put_bw.1048576.bw", "UCX tcp ucp_put_bw 1 MiB, veth", 1.0, False),
@@ -669,6 +687,46 @@ def section_ucx_host():
     # cma moves data only (no active messages): UCX needs posix beside it for the wire-up.
     measure_ucx("ucx.cma", "cma (+posix)", "ucx", "cma,posix", ucx_suite(lat=False, small=False))
     measure_ucx("ucx.tcp", "tcp", "ucx", "tcp", ucx_suite())
+    if (ARGS.lib / "libibverbs.so.1").exists():
+        # UCX's RC transport on our device (ud_verbs wires it up).
+        measure_ucx("ucx.sv_rc", "rc_verbs on softverbs0", "ucx", "rc_verbs,ud_verbs",
+                    [("tag_lat.8", "tag_lat", 8, 2000 if ARGS.quick else 20000, (0,)),
+                     ("tag_bw.%d" % MIB, "tag_bw", MIB, bw_iters(MIB), (1,))], softverbs=True)
+
+
+MPI_PINGPONG_RE = r"^size (\d+) iters \d+ median_us (\S+)"
+
+
+def section_mpi():
+    """A two-rank MPI ping-pong (tests/mpi/) at 1 MiB: pml ucx on softverbs0
+    with UCX's defaults but for the transports, against Open MPI's own
+    shared-memory BTL (vader)."""
+    print("Open MPI ping-pong 1 MiB", flush=True)
+    exe = ARGS.build / "bin" / "sv_mpi_pingpong"
+    if not have("mpirun") or not exe.exists():
+        skip("MPI", "mpirun or %s is missing (Debian packages openmpi-bin, libopenmpi-dev)" % exe)
+        return
+    iters = 50 if ARGS.quick else 500
+    root = {"OMPI_ALLOW_RUN_AS_ROOT": "1", "OMPI_ALLOW_RUN_AS_ROOT_CONFIRM": "1"}
+    base = ["mpirun", "-np", 2, "--oversubscribe", "--bind-to", "none", "--mca", "btl_base_warn_component_unused", 0]
+    cases = (
+        ("mpi.sv_ucx_rc.%d" % MIB, "MPI ping-pong 1 MiB, pml ucx rc_verbs on softverbs0",
+         on_softverbs(base + ["--mca", "pml", "ucx", "-x", "LD_LIBRARY_PATH", "-x", "SOFTVERBS_DEVICE_PATH",
+                              "-x", "UCX_TLS", "-x", "UCX_NET_DEVICES"]),
+         dict(SOFTVERBS_UCX_ENV, UCX_TLS="rc_verbs,ud_verbs,self", **root)),
+        ("mpi.vader.%d" % MIB, "MPI ping-pong 1 MiB, pml ob1 btl vader (shared memory)",
+         base + ["--mca", "pml", "ob1", "--mca", "btl", "vader,self"], dict(root)),
+    )
+    for key, label, cmd, env in cases:
+        full = cmd + [exe, "--iters", iters, "--warmup", 10, MIB]
+        def once():
+            rc, out = run_one(full, env, timeout=ARGS.timeout)
+            m = re.search(MPI_PINGPONG_RE, out, re.M)
+            if rc != 0 or m is None or "PASSED" not in out:
+                note_failure(cmdline(full, env), rc, out, "")
+                return None
+            return float(m.group(2))
+        record(key, label + " (half round trip)", "mpi", cmdline(full, env), repeat(once), "us")
 
 
 def section_fabric():
@@ -835,8 +893,8 @@ def main():
     ap.add_argument("--runs", type=int, help="runs per figure (default 5; 1 with --quick)")
     ap.add_argument("--budget", type=float, default=780, help="seconds; later measurements are skipped past it")
     ap.add_argument("--timeout", type=float, default=60, help="seconds per server+client pair")
-    ap.add_argument("--only", default="host,ucx,fabric,limits,roce,sweep,scale,cost",
-                    help="comma-separated sections: host,ucx,fabric,limits,roce,sweep,scale,cost")
+    ap.add_argument("--only", default="host,ucx,mpi,fabric,limits,roce,sweep,scale,cost",
+                    help="comma-separated sections: host,ucx,mpi,fabric,limits,roce,sweep,scale,cost")
     ap.add_argument("--publish", action="store_true",
                     help="with --quick: still write bench/results/ and docs/ (default: only bench/results/tmp/)")
     ARGS = ap.parse_args()
@@ -857,6 +915,8 @@ def main():
     TMP.mkdir(parents=True, exist_ok=True)
     HOST_SEGMENT = "/dev/shm/softverbs-bench-%d-host" % os.getpid()
     atexit.register(lambda: os.path.exists(HOST_SEGMENT) and os.unlink(HOST_SEGMENT))
+    atexit.register(lambda: shutil.rmtree(HOST_SEGMENT + ".sysfs", ignore_errors=True))
+    SOFTVERBS_UCX_ENV.update({"SOFTVERBS_DEVICE_PATH": HOST_SEGMENT, "UCX_NET_DEVICES": "softverbs0:1"})
 
     argv = [os.path.relpath(sys.argv[0], REPO) if os.path.isabs(sys.argv[0]) else sys.argv[0]] + sys.argv[1:]
     DATA.update({"date": now.strftime("%Y-%m-%d %H:%M:%S UTC"), "command": "python3 " + " ".join(argv),
@@ -868,7 +928,7 @@ def main():
     # The compared figures in rounds, one run each per round; then what is
     # measured once (the sweep reuses the rounds' sizes; scale and cost are
     # their own repeats or deterministic).
-    rounds = (("limits", section_limits), ("host", section_host), ("ucx", section_ucx_host),
+    rounds = (("limits", section_limits), ("host", section_host), ("ucx", section_ucx_host), ("mpi", section_mpi),
               ("fabric", section_fabric), ("roce", section_roce))
     once = (("sweep", section_sweep), ("scale", section_scale), ("cost", section_cost))
     def run_sections(sections):

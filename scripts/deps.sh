@@ -11,6 +11,7 @@ packages=(
   iproute2 procps python3-scapy tshark
   clang-14 libclang-rt-14-dev
   ucx-utils libfabric-bin python3-matplotlib valgrind
+  openmpi-bin libopenmpi-dev strace
 )
 
 missing=()

@@ -36,6 +36,9 @@ struct Request {
   // or for RoCEv2 over IPv4 the IPv4 header in its last 20); with_grh: valid.
   const uint8_t* grh = nullptr;
   bool with_grh = false;
+  // UD: what the receive completion reports in wc.sl. InfiniBand: the SL the
+  // packet travelled on; RoCEv2: the network header type (wire::RoceL3Type).
+  uint8_t sl = 0;
   IoList payload;           // this packet's payload bytes
   uint32_t packets = 1;     // PSNs the message consumes (READ: its responses)
 };

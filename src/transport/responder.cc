@@ -161,7 +161,10 @@ bool Responder::complete_recv(int status, uint32_t byte_len, bool with_imm, ibv_
     cqe.wc_flags = IBV_WC_WITH_IMM;
     cqe.imm_data = req_.imm;
   }
-  if (qp_.qp_type == IBV_QPT_UD && req_.with_grh) cqe.wc_flags |= IBV_WC_GRH;
+  if (qp_.qp_type == IBV_QPT_UD) {
+    cqe.sl = req_.sl;
+    if (req_.with_grh) cqe.wc_flags |= IBV_WC_GRH;
+  }
   st_.recv_valid = 0;
   return post_cqe(seg_, qp_.recv_cq, cqe, notifier_);
 }

@@ -10,6 +10,7 @@
 #include "wire/opcode.h"
 #include "wire/packet.h"
 #include "wire/psn.h"
+#include "wire/ud_grh.h"
 
 namespace softverbs::transport {
 namespace {
@@ -103,6 +104,7 @@ PacketVerdict serve_request_packet(shm::Segment& seg, uint32_t slot, const wire:
   if (grh != nullptr) {
     req.grh = grh;
     req.with_grh = true;
+    req.sl = static_cast<uint8_t>(wire::roce_l3_type(std::span<const uint8_t, wire::kUdGrhBytes>(grh, wire::kUdGrhBytes)));
   }
   c.rcv_packets.fetch_add(req.packets, std::memory_order_relaxed);
   c.rcv_bytes.fetch_add(req.payload.bytes, std::memory_order_relaxed);

@@ -29,4 +29,14 @@ void write_ib_grh(std::span<uint8_t, kUdGrhBytes> out, const UdGrhFields& f);
 // RoCEv2: the IP header the datagram carried (IPv4 when sgid is IPv4-mapped).
 void write_roce_grh(std::span<uint8_t, kUdGrhBytes> out, const UdGrhFields& f);
 
+// The network header type of a RoCEv2 UD receive, in the encoding mlx5
+// devices report in ibv_wc.sl (Mellanox PRM, CQE "sl" for UD over RoCE:
+// bits 2:0 the L3 header type). UCX's ud_verbs reads it there to know how
+// many bytes of the DGID to compare; RoCE has no SL on the wire to report.
+enum class RoceL3Type : uint8_t { kIpv6 = 0x1, kIpv4 = 0x2 };
+inline RoceL3Type roce_l3_type(std::span<const uint8_t, kUdGrhBytes> grh) {
+  // An IPv6 header starts the 40 bytes; an IPv4 one starts at byte 20.
+  return (grh[0] >> 4) == 6 ? RoceL3Type::kIpv6 : RoceL3Type::kIpv4;
+}
+
 }  // namespace softverbs::wire

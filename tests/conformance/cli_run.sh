@@ -9,7 +9,7 @@ scenario=$2
 sv=$bindir/softverbs
 libdir=$(cd "$bindir/../lib" && pwd)
 export SOFTVERBS_DEVICE_PATH=/dev/shm/softverbs-cli-$scenario-$$
-cleanup() { rm -f "$SOFTVERBS_DEVICE_PATH"; }
+cleanup() { rm -rf "$SOFTVERBS_DEVICE_PATH" "$SOFTVERBS_DEVICE_PATH.sysfs"; }
 trap cleanup EXIT
 fail() { echo "FAIL: $*" >&2; exit 1; }
 
@@ -75,6 +75,47 @@ case $scenario in
     grep -q "no softverbs0 device" <<<"$out" || fail "no 'no softverbs0 device' message"
     [ $(($(date +%s) - start)) -lt 5 ] || fail "took too long to fail"
     [ -z "$(leftovers)" ] || fail "processes left behind: $(leftovers)"
+    ;;
+  status-exited)
+    # Regression (issue 18: `softverbs status` listed exited processes as
+    # attached): a process killed with its QP open is gone from the list.
+    LD_LIBRARY_PATH=$libdir timeout 30 ibv_rc_pingpong -d softverbs0 -p $((20000 + $$ % 20000)) >/dev/null 2>&1 &
+    victim=$!
+    # `timeout` is the child; the pingpong is its child.
+    for _ in $(seq 100); do
+      pp=$(pgrep -P "$victim" ibv_rc_pingpong || true)
+      [ -n "$pp" ] && "$sv" status --json | grep -q "\"pid\": $pp" && break
+      sleep 0.1
+    done
+    [ -n "$pp" ] || fail "ibv_rc_pingpong did not start"
+    "$sv" status | grep -q "processes: 1 attached" || fail "the live process is not listed: $("$sv" status)"
+    kill -KILL "$pp"
+    wait "$victim" 2>/dev/null || true
+    out=$("$sv" status)
+    echo "$out"
+    grep -q "processes: 0 attached" <<<"$out" || fail "an exited process is still listed as attached"
+    ! grep -q "pid $pp" <<<"$out" || fail "the exited process or its QP is still listed"
+    ;;
+  dev-nodes)
+    # `softverbs run --dev-nodes`: the /dev/infiniband stand-ins UCX checks
+    # for exist for the program, as a user without privileges too, and the
+    # host's /dev is left alone.
+    before=$(ls -A /dev/infiniband 2>/dev/null || true)
+    for who in self nobody; do
+      prefix=()
+      if [ "$who" = nobody ]; then
+        [ "$(id -u)" -eq 0 ] && command -v setpriv >/dev/null || continue
+        prefix=(setpriv --reuid=65534 --regid=65534 --clear-groups)
+      fi
+      out=$("${prefix[@]}" "$sv" run --dev-nodes -- stat -c '%F %t:%T %n' \
+              /dev/infiniband/uverbs_softverbs0 /dev/infiniband/uverbs_softverbs_roce0 /dev/null 2>&1) ||
+        fail "$who: softverbs run --dev-nodes: $out"
+      echo "$who: $out"
+      [ "$(grep -c '^character special file 1:3 /dev/infiniband/uverbs_softverbs' <<<"$out")" -eq 2 ] ||
+        fail "$who: the nodes are not character devices"
+      grep -q '^character special file 1:3 /dev/null' <<<"$out" || fail "$who: /dev/null is gone"
+    done
+    [ "$(ls -A /dev/infiniband 2>/dev/null || true)" = "$before" ] || fail "the host's /dev/infiniband changed"
     ;;
   demo-auto|demo-map|demo-cma|demo-bounce)
     demo "${scenario#demo-}"

@@ -9,7 +9,7 @@ export SOFTVERBS_DEVICE_PATH=/dev/shm/softverbs-conf-$scenario-$$
 pids=()
 cleanup() {
   for p in "${pids[@]}"; do kill -9 "$p" 2>/dev/null || true; wait "$p" 2>/dev/null || true; done
-  rm -f "$SOFTVERBS_DEVICE_PATH"
+  rm -rf "$SOFTVERBS_DEVICE_PATH" "$SOFTVERBS_DEVICE_PATH.sysfs"
 }
 trap cleanup EXIT
 fail() { echo "FAIL: $*" >&2; exit 1; }

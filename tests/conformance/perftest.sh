@@ -21,7 +21,7 @@ cleanup() {
     kill -KILL "$server" 2>/dev/null || true
     wait "$server" 2>/dev/null || true
   fi
-  rm -f "$SOFTVERBS_DEVICE_PATH"
+  rm -rf "$SOFTVERBS_DEVICE_PATH" "$SOFTVERBS_DEVICE_PATH.sysfs"
   rm -rf "$work"
 }
 trap cleanup EXIT

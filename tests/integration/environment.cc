@@ -33,6 +33,7 @@
 #include <csignal>
 #include <cstdlib>
 #include <cstring>
+#include <filesystem>
 #include <functional>
 #include <string>
 
@@ -56,10 +57,14 @@ bool owned_device_file(const std::string& path) {
   return path.rfind("/dev/shm/softverbs-itest-", 0) == 0;
 }
 
+// The segment and the sysfs tree beside it (src/abi/ibverbs/sysfs_tree.h).
 void remove_device_file(const std::string& path) {
-  if (owned_device_file(path) && ::unlink(path.c_str()) != 0 && errno != ENOENT) {
+  if (!owned_device_file(path)) return;
+  if (::unlink(path.c_str()) != 0 && errno != ENOENT) {
     std::fprintf(stderr, "[itest] could not remove %s: %s\n", path.c_str(), std::strerror(errno));
   }
+  std::error_code ec;
+  std::filesystem::remove_all(path + ".sysfs", ec);
 }
 
 // Runs in the probe child; returns "" when the device is usable.

@@ -50,11 +50,15 @@ struct AhDeleter {
 };
 using AhPtr = std::unique_ptr<ibv_ah, AhDeleter>;
 
+// The SL UD datagrams travel on (InfiniBand; RoCE has none on the wire).
+constexpr uint8_t kUdSl = 5;
+
 // `global` or on a RoCE port (where every AH is global): by GID.
 AhPtr make_ah(Endpoint& ep, const QpInfo& to, bool global) {
   ibv_ah_attr a{};
   a.dlid = to.lid;
   a.port_num = to.port;
+  a.sl = kUdSl;
   if (global || ep.port.roce()) {
     a.is_global = 1;
     std::memcpy(a.grh.dgid.raw, to.gid, 16);
@@ -142,6 +146,13 @@ TEST(UdSend, DatagramsLandAfterTheGrhRoom) {
             // RoCE datagrams always carry their IP header (IBV_WC_GRH set).
             const bool with_grh = global != 0 || ep->port.roce();
             EXPECT_EQ(with_grh, (wcs[k].wc_flags & IBV_WC_GRH) != 0);
+            // Regression (issue 18: UCX ud_verbs timed out on softverbs_roce0):
+            // RoCE reports the network header type in wc.sl as mlx5 does
+            // (2 = IPv4), which UCX reads to compare the GRH's DGID.
+            if (ep->port.roce())
+              EXPECT_EQ(2, wcs[k].sl) << "wc.sl of a RoCEv2-over-IPv4 UD receive";
+            else
+              EXPECT_EQ(kUdSl, wcs[k].sl) << "wc.sl: the SL of the sender's AH";
             const uint8_t* slot = dst->data() + k * kSlot;
             EXPECT_TRUE(expect_pattern(slot + kGrh, sizes[k], 0x0D00 + global * 100 + k, "payload"));
             EXPECT_TRUE(expect_fill(slot + kGrh + sizes[k], 64, kGuardByte, "past the datagram"));

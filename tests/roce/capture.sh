@@ -128,7 +128,7 @@ if [ -n "${lib:-}" ]; then
   cleanup() {
     netns_down
     if [ -n "${CAPTURE_KEEP:-}" ]; then mkdir -p "$CAPTURE_KEEP"; cp "$work"/*.pcap "$CAPTURE_KEEP"/ 2> /dev/null || true; fi
-    rm -rf "$work"; rm -f /dev/shm/softverbs-itest-cap-$$-*
+    rm -rf "$work"; rm -rf /dev/shm/softverbs-itest-cap-$$-*
   }
   trap cleanup EXIT
 

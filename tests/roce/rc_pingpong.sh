@@ -19,7 +19,7 @@ cleanup() {
   if [ -n "${SHOW_STATUS:-}" ]; then
     for s in a b; do SOFTVERBS_DEVICE_PATH=/dev/shm/softverbs-itest-roce-$$-$s "$lib/../bin/softverbs" status || true; done
   fi
-  rm -rf "$work"; rm -f /dev/shm/softverbs-itest-roce-$$-*
+  rm -rf "$work"; rm -rf /dev/shm/softverbs-itest-roce-$$-*
 }
 trap cleanup EXIT
 

@@ -10,7 +10,7 @@ here=$(cd "$(dirname "$0")" && pwd)
 . "$here/netns.sh"
 netns_up
 work=$(mktemp -d)
-cleanup() { netns_down; rm -rf "$work"; rm -f /dev/shm/softverbs-itest-st-$$-*; }
+cleanup() { netns_down; rm -rf "$work"; rm -rf /dev/shm/softverbs-itest-st-$$-*; }
 trap cleanup EXIT
 
 port=$(( 21000 + $$ % 20000 ))

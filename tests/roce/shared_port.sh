@@ -16,7 +16,7 @@ here=$(cd "$(dirname "$0")" && pwd)
 . "$here/netns.sh"
 netns_up
 work=$(mktemp -d)
-cleanup() { netns_down; rm -rf "$work"; rm -f /dev/shm/softverbs-itest-sp-$$-*; }
+cleanup() { netns_down; rm -rf "$work"; rm -rf /dev/shm/softverbs-itest-sp-$$-*; }
 trap cleanup EXIT
 
 env_a=(LD_LIBRARY_PATH="$lib" SOFTVERBS_ROCE_ADDR="$ADDR_A" SOFTVERBS_DEVICE_PATH=/dev/shm/softverbs-itest-sp-$$-a)

@@ -1,6 +1,7 @@
 // softverbs: the command-line tool. Subcommands:
-//   run    [--device-path F] [--host-path auto|map|cma|bounce] -- PROGRAM ARGS...
+//   run    [--device-path F] [--host-path auto|map|cma|bounce] [--dev-nodes] -- PROGRAM ARGS...
 //   status [--json]
+//   setup-dev [--remove]
 //   demo   [--size N] [--iters N] [--device-path F] [--host-path P]
 // Exit codes: the program's (run), 126/127 when it cannot be started, 2 on a
 // usage error, otherwise 0 on success and 1 on failure.
@@ -11,6 +12,7 @@
 #include <vector>
 
 #include "demo.h"
+#include "dev_nodes.h"
 #include "run_command.h"
 #include "status.h"
 
@@ -41,12 +43,20 @@ int main(int argc, char** argv) {
   CLI::App* run = app.add_subcommand(
       "run", "Run PROGRAM with softverbs' libibverbs.so.1 (sets LD_LIBRARY_PATH, then execs it)");
   add_env_options(run, &run_env);
+  run->add_flag("--dev-nodes", run_env.dev_nodes,
+                "Run PROGRAM where /dev/infiniband/uverbs_softverbs* exist (UCX lists no device without "
+                "them): a private mount namespace, inside a user namespace when not root");
   run->add_option("program", program, "PROGRAM and its arguments (after --)")->required();
   run->positionals_at_end();
 
   bool json = false;
   CLI::App* status = app.add_subcommand("status", "Show the device: processes, objects, counters");
   status->add_flag("--json", json, "Print one JSON document");
+
+  bool remove_nodes = false;
+  CLI::App* setup_dev = app.add_subcommand(
+      "setup-dev", "As root, once per boot: create the /dev/infiniband nodes UCX checks for (stand-ins)");
+  setup_dev->add_flag("--remove", remove_nodes, "Remove them again");
 
   DemoOptions demo;
   CLI::App* demo_cmd = app.add_subcommand(
@@ -70,6 +80,7 @@ int main(int argc, char** argv) {
 
   if (run->parsed()) return softverbs::cli::run_command(run_env, program);
   if (demo_cmd->parsed()) return softverbs::cli::run_demo(demo);
+  if (setup_dev->parsed()) return softverbs::cli::setup_dev_nodes(remove_nodes);
   if (status->parsed()) {
 #if SOFTVERBS_HAVE_STATUS
     return softverbs::cli::run_status(json);

@@ -9,6 +9,8 @@
 #include <filesystem>
 #include <system_error>
 
+#include "dev_nodes.h"
+
 namespace softverbs::cli {
 
 namespace fs = std::filesystem;
@@ -77,6 +79,10 @@ int run_command(const LibraryEnv& env, const std::vector<std::string>& argv) {
   std::string error;
   if (!apply_library_env(env, "softverbs run", &error)) {
     std::fprintf(stderr, "softverbs run: %s\n", error.c_str());
+    return 126;
+  }
+  if (env.dev_nodes && !enter_dev_nodes_namespace(&error)) {
+    std::fprintf(stderr, "softverbs run --dev-nodes: %s\n", error.c_str());
     return 126;
   }
   return exec_program(argv, "softverbs run");

@@ -3,7 +3,8 @@
 // The contract: `softverbs run [--device-path F] [--host-path P] -- PROG ARGS`
 // is exactly `LD_LIBRARY_PATH=<lib>[:$LD_LIBRARY_PATH] SOFTVERBS_DEVICE_PATH=F
 // SOFTVERBS_HOST_PATH=P PROG ARGS`, where <lib> is `<dir of this executable>/../lib`.
-// Nothing else is changed, so running a program by hand with that environment
+// With --dev-nodes the program also runs where the /dev/infiniband stand-in
+// nodes exist (dev_nodes.h). Nothing else is changed, so running a program by hand with that environment
 // behaves the same. This file never loads libibverbs: `run` works even when the
 // library is missing or broken.
 //
@@ -20,6 +21,7 @@ namespace softverbs::cli {
 struct LibraryEnv {
   std::string device_path;  // SOFTVERBS_DEVICE_PATH: the device segment file
   std::string host_path;    // SOFTVERBS_HOST_PATH: auto|map|cma|bounce
+  bool dev_nodes = false;   // run only: enter_dev_nodes_namespace() before exec
 };
 
 // The values --host-path accepts.

@@ -205,6 +205,10 @@ int run_status(bool as_json) {
     std::fprintf(stderr, "softverbs status: cannot open %s: %s\n", path.c_str(), std::strerror(seg.code()));
     return 1;
   }
+  // Bury processes that exited since anyone last looked (any process with the
+  // segment mapped may: it is what every attached process's service thread
+  // does), so an exited process is never reported as attached.
+  shm::sweep(*seg.value());
   const json j = snapshot(*seg.value());
   if (as_json)
     std::printf("%s\n", j.dump(2).c_str());

@@ -5,6 +5,7 @@
 #include <mutex>
 
 #include "abi/ibverbs/abi.h"
+#include "abi/ibverbs/sysfs_tree.h"
 #include "verbs/context.h"
 #include "verbs/device.h"
 #include "verbs/device_attrs.h"
@@ -23,9 +24,10 @@ ibv_device* soft_device() {
     const std::string& name = softverbs::verbs::port_config().device_name;
     std::strncpy(d.name, name.c_str(), sizeof d.name - 1);
     std::snprintf(d.dev_name, sizeof d.dev_name, "uverbs_%s", name.c_str());
-    // No sysfs entries exist for a software device; these paths name none.
-    std::snprintf(d.dev_path, sizeof d.dev_path, "/sys/class/infiniband_verbs/uverbs_%s", name.c_str());
-    std::snprintf(d.ibdev_path, sizeof d.ibdev_path, "/sys/class/infiniband/%s", name.c_str());
+    // The device's own sysfs tree (sysfs_tree.h) holds these directories.
+    const char* root = ibv_get_sysfs_path();
+    std::snprintf(d.dev_path, sizeof d.dev_path, "%s/class/infiniband_verbs/uverbs_%s", root, name.c_str());
+    std::snprintf(d.ibdev_path, sizeof d.ibdev_path, "%s/class/infiniband/%s", root, name.c_str());
     return d;
   }();
   return &dev;

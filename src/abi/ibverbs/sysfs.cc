@@ -3,7 +3,8 @@
 //
 // Debian's librdmacm reads kernel attributes through the first two (e.g.
 // the rdma_cm ABI version under class/misc/rdma_cm), so they really read
-// files. Thread-safe: the sysfs root is computed once, the readers keep no
+// files. The root is the device's own tree (sysfs_tree.h), whose non-RDMA
+// entries lead into /sys; SYSFS_PATH overrides it as in rdma-core. Thread-safe: the sysfs root is computed once, the readers keep no
 // state.
 #include <fcntl.h>
 #include <unistd.h>
@@ -15,6 +16,8 @@
 #include <cstdio>
 #include <cstdlib>
 #include <cstring>
+
+#include "abi/ibverbs/sysfs_tree.h"
 
 // Entry points leave the library; the build hides everything else.
 #define SV_PUBLIC __attribute__((visibility("default")))
@@ -28,7 +31,10 @@ constexpr size_t kSysfsPathMax = 256;
 const char* compute_sysfs_root() {
   // The environment is only trusted when we are not running set-uid.
   const char* env = (getuid() == geteuid()) ? std::getenv("SYSFS_PATH") : nullptr;
-  if (env == nullptr) return "/sys";
+  if (env == nullptr) {
+    const char* ours = synthetic_sysfs_root();
+    return ours != nullptr ? ours : "/sys";
+  }
   static char root[kSysfsPathMax + 1];
   size_t len = strnlen(env, kSysfsPathMax);
   std::memcpy(root, env, len);

@@ -210,6 +210,7 @@ ibv_wc_status HostFabric::transmit(transport::SendSide& s, transport::SendWqe& w
         wire::write_ib_grh(grh, f);
       req.grh = grh;
     }
+    req.sl = port().roce && req.with_grh ? static_cast<uint8_t>(wire::roce_l3_type(grh)) : ah.sl;
   }
   if (op->kind == ReqKind::kSend || op->kind == ReqKind::kWrite) {
     req.payload = list;

@@ -17,6 +17,7 @@
 #include "shm/limits.h"
 #include "util/log.h"
 #include "util/proc_maps.h"
+#include "util/raw_mmap.h"
 
 namespace softverbs::fabric::host {
 namespace {
@@ -92,7 +93,7 @@ bool remap(Span& s) {
     close(fd);
     return false;
   }
-  void* tmp = mmap(nullptr, s.size, PROT_READ | PROT_WRITE, MAP_SHARED, fd, 0);
+  void* tmp = util::raw_mmap(nullptr, s.size, PROT_READ | PROT_WRITE, MAP_SHARED, fd, 0);
   if (tmp == MAP_FAILED) {
     close(fd);
     return false;
@@ -101,8 +102,8 @@ bool remap(Span& s) {
   auto* dst = static_cast<unsigned char*>(tmp);
   for (uint64_t off = 0; off < s.size; off += shm::kPageSize)
     if (!page_is_zero(src + off)) copy_pages(dst + off, src + off, shm::kPageSize);
-  void* p = mmap(reinterpret_cast<void*>(s.start), s.size, PROT_READ | PROT_WRITE, MAP_SHARED | MAP_FIXED, fd, 0);
-  munmap(tmp, s.size);
+  void* p = util::raw_mmap(reinterpret_cast<void*>(s.start), s.size, PROT_READ | PROT_WRITE, MAP_SHARED | MAP_FIXED, fd, 0);
+  util::raw_munmap(tmp, s.size);
   if (p == MAP_FAILED) {
     // MAP_FIXED failing leaves the old mapping in place (EINVAL/ENOMEM before any change).
     close(fd);
@@ -121,10 +122,10 @@ void after_fork_in_child() {
   // The child is single-threaded here; the parent's lock state is irrelevant.
   new (&r.mu) std::mutex();
   for (auto& [start, s] : r.spans) {
-    void* anon = mmap(nullptr, s.size, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+    void* anon = util::raw_mmap(nullptr, s.size, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
     if (anon != MAP_FAILED) {
       copy_pages(anon, reinterpret_cast<void*>(s.start), s.size);
-      mremap(anon, s.size, s.size, MREMAP_MAYMOVE | MREMAP_FIXED, reinterpret_cast<void*>(s.start));
+      util::raw_mremap(anon, s.size, s.size, MREMAP_MAYMOVE | MREMAP_FIXED, reinterpret_cast<void*>(s.start));
     }
     close(s.fd);
   }

@@ -18,6 +18,7 @@
 #include "shm/process_registry.h"
 #include "util/futex.h"
 #include "util/log.h"
+#include "util/raw_mmap.h"
 #include "util/time.h"
 
 namespace softverbs::fabric::host {
@@ -80,7 +81,7 @@ class MapCache {
         ::close(fd);
         return nullptr;
       }
-      void* p = mmap(nullptr, mr.map_size, PROT_READ | PROT_WRITE, MAP_SHARED, fd, 0);
+      void* p = util::raw_mmap(nullptr, mr.map_size, PROT_READ | PROT_WRITE, MAP_SHARED, fd, 0);
       ::close(fd);
       if (p == MAP_FAILED) return nullptr;
       m = new Mapping{static_cast<char*>(p), mr.map_size, 0};
@@ -117,7 +118,7 @@ class MapCache {
         ++it;
         continue;
       }
-      munmap(it->second->base, it->second->size);
+      util::raw_munmap(it->second->base, it->second->size);
       for (auto mit = maps_.begin(); mit != maps_.end(); ++mit)
         if (mit->second == it->second) {
           maps_.erase(mit);
@@ -131,7 +132,7 @@ class MapCache {
  private:
   MapCache() {
     // Sparse: only the entries of slots actually used get memory.
-    void* p = mmap(nullptr, sizeof(CacheEntry) * shm::kMaxMrs, PROT_READ | PROT_WRITE,
+    void* p = util::raw_mmap(nullptr, sizeof(CacheEntry) * shm::kMaxMrs, PROT_READ | PROT_WRITE,
                    MAP_PRIVATE | MAP_ANONYMOUS | MAP_NORESERVE, -1, 0);
     entries_ = static_cast<CacheEntry*>(p);
   }

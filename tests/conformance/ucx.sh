@@ -1,0 +1,94 @@
+#!/usr/bin/env bash
+# UCX, unmodified (Debian's ucx-utils): ucx_perftest through our
+# libibverbs.so.1, with UCX limited to one verbs transport.
+#   ucx.sh <dir of the softverbs executable> <host|roce> <rc|ud>
+# host: server and client on localhost, device softverbs0.
+# roce: server and client in two network namespaces, softverbs_roce0 each.
+# For each of tag_lat 8 B, tag_bw 1 MiB and ucp_put_bw 1 MiB both ends exit 0
+# and the client's "Final:" row has non-zero latencies and rates. UCX lists a device only
+# when /dev/infiniband/<dev_name> exists: the programs run under
+# `softverbs run --dev-nodes`, which provides it without touching /dev.
+# `rc` needs `ud_verbs` beside it: UCX wires an RC endpoint up through an
+# auxiliary transport, as with any verbs device.
+set -euo pipefail
+bin=$1
+fabric=$2
+transport=$3
+here=$(cd "$(dirname "$0")" && pwd)
+command -v ucx_perftest >/dev/null || { echo "SKIP: ucx_perftest is not installed (Debian package ucx-utils)"; exit 77; }
+case $transport in
+  rc) tls=rc_verbs,ud_verbs ;;
+  ud) tls=ud_verbs ;;
+  *) echo "usage: ucx.sh BIN host|roce rc|ud" >&2; exit 2 ;;
+esac
+work=$(mktemp -d)
+seg=/dev/shm/softverbs-conf-ucx-$fabric-$transport-$$
+pids=()
+cleanup() {
+  local p
+  for p in "${pids[@]}"; do kill -KILL "$p" 2>/dev/null || true; done
+  for p in "${pids[@]}"; do wait "$p" 2>/dev/null || true; done
+  [ "$fabric" != roce ] || netns_down
+  rm -rf "$work" "$seg" "$seg.sysfs" "$seg-a" "$seg-a.sysfs" "$seg-b" "$seg-b.sysfs"
+}
+trap cleanup EXIT
+
+run_in=()
+if [ "$fabric" = roce ]; then
+  . "$here/../roce/netns.sh"
+  netns_up
+  trap cleanup EXIT
+  server_env=(SOFTVERBS_ROCE_ADDR="$ADDR_A" SOFTVERBS_DEVICE_PATH="$seg-a" UCX_NET_DEVICES=softverbs_roce0:1)
+  client_env=(SOFTVERBS_ROCE_ADDR="$ADDR_B" SOFTVERBS_DEVICE_PATH="$seg-b" UCX_NET_DEVICES=softverbs_roce0:1)
+  server_ns=(ip netns exec "$NETNS_A")
+  client_ns=(ip netns exec "$NETNS_B")
+  server_addr=$ADDR_A
+else
+  server_env=(SOFTVERBS_DEVICE_PATH="$seg" UCX_NET_DEVICES=softverbs0:1)
+  client_env=("${server_env[@]}")
+  server_ns=()
+  client_ns=()
+  server_addr=localhost
+fi
+common_env=(UCX_TLS="$tls" UCX_WARN_UNUSED_ENV_VARS=n)
+port=$(( 31000 + $$ % 15000 ))
+
+one() {
+  local test=$1 size=$2 iters=$3 rc=0 srv=0 _
+  "${server_ns[@]}" env "${common_env[@]}" "${server_env[@]}" timeout 60 \
+    "$bin/softverbs" run --dev-nodes -- ucx_perftest -p "$port" >"$work/server.out" 2>&1 &
+  local server=$!
+  pids+=("$server")
+  # ucx_perftest's client gives up on a refused connect: retry while the server starts.
+  for _ in $(seq 100); do
+    rc=0
+    "${client_ns[@]}" env "${common_env[@]}" "${client_env[@]}" timeout 60 \
+      "$bin/softverbs" run --dev-nodes -- ucx_perftest "$server_addr" -p "$port" -t "$test" -s "$size" \
+      -n "$iters" >"$work/client.out" 2>&1 || rc=$?
+    if [ $rc -ne 0 ] && grep -qE "Connection refused|connect\(\) failed" "$work/client.out" &&
+       kill -0 "$server" 2>/dev/null; then
+      sleep 0.1
+    else
+      break
+    fi
+  done
+  wait "$server" || srv=$?
+  if [ $rc -ne 0 ] || [ $srv -ne 0 ]; then
+    echo "--- client"; cat "$work/client.out"; echo "--- server"; cat "$work/server.out"
+    echo "FAIL: $fabric $tls $test $size: client exited $rc, server $srv"
+    exit 1
+  fi
+  local final
+  final=$(grep '^Final:' "$work/client.out" || true)
+  [ -n "$final" ] || { cat "$work/client.out"; echo "FAIL: $fabric $tls $test: no Final row"; exit 1; }
+  # iterations, latency p50 / average / overall, bandwidth average / overall
+  # (0.00 MB/s for 8 B messages), message rate average / overall.
+  awk '{ if (NF != 9 || $2 + 0 <= 0) exit 1; for (i = 3; i <= 9; ++i) if (i != 6 && i != 7 && $i + 0 <= 0) exit 1 }' <<<"$final" ||
+    { echo "$final"; echo "FAIL: $fabric $tls $test: a zero figure"; exit 1; }
+  echo "PASS: $fabric $tls $test $size B: $final"
+  port=$((port + 1))
+}
+
+one tag_lat 8 2000
+one tag_bw 1048576 200
+one ucp_put_bw 1048576 200

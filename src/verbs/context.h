@@ -20,7 +20,7 @@ enum class AsyncObject : uint32_t { kNone, kQp, kCq, kSrq, kPort };
 struct AsyncRecord {
   uint32_t type;  // enum ibv_event_type
   AsyncObject kind;
-  void* object;   // a QP's event token (Qp::raise_event), Cq*, Srq*, or the port number
+  void* object;   // the event token of a QP, CQ or SRQ (never its address), or the port number
 };
 
 class Context {

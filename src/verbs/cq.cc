@@ -200,7 +200,7 @@ Status Cq::resize(int cqe) {
 
 void Cq::deliver_event() {
   if (shared_->overrun.load(std::memory_order_acquire) != 0 && overrun_reported_.exchange(1) == 0) {
-    ctx_->raise_async(IBV_EVENT_CQ_ERR, AsyncObject::kCq, this);
+    ctx_->raise_async(IBV_EVENT_CQ_ERR, AsyncObject::kCq, reinterpret_cast<void*>(static_cast<uintptr_t>(event_token_)));
   }
   if (channel_ == nullptr) return;
   // A full pipe loses the event: the application has that many unread.
@@ -212,11 +212,11 @@ Status Cq::destroy() {
   Device& dev = ctx_->device();
   dev.remove_cq(slot_);
   // ibv_destroy_cq(3): wait until every event fetched with ibv_get_cq_event
-  // has been acknowledged. Unfetched ones are dropped: no claim can find this
-  // CQ once it left the registry.
+  // or ibv_get_async_event has been acknowledged. Unfetched ones are dropped:
+  // no claim can find this CQ once it left the registry.
   pthread_mutex_lock(&ex_.mutex);
   while (ex_.comp_events_completed != events_fetched_.load() ||
-         ex_.async_events_completed != overrun_reported_.load())
+         ex_.async_events_completed != async_events_fetched_.load())
     pthread_cond_wait(&ex_.cond, &ex_.mutex);
   pthread_mutex_unlock(&ex_.mutex);
   shm::mark_dead(dev.seg(), *shared_, now_ns());

@@ -10,7 +10,9 @@
 // pointer) into its channel's pipe; ibv_get_cq_event reads it there and
 // claims the event (Device::claim_cq_event), skipping the events of CQs
 // destroyed meanwhile. ibv_destroy_cq(3) waits for the acknowledgement of the
-// events that were fetched, not of those still in the pipe.
+// events that were fetched, not of those still in the pipe. Its asynchronous
+// event (IBV_EVENT_CQ_ERR on overrun) names it by the same token and is
+// counted when ibv_get_async_event claims it (Device::claim_cq_async_event).
 #pragma once
 
 #include <infiniband/verbs.h>
@@ -61,6 +63,8 @@ class Cq {
   // Registry lock held (Device::claim_cq_event): ibv_get_cq_event took one
   // of this CQ's events.
   void note_event_fetched() { events_fetched_.fetch_add(1, std::memory_order_relaxed); }
+  // Likewise for its asynchronous event (ibv_get_async_event).
+  void note_async_event_fetched() { async_events_fetched_.fetch_add(1, std::memory_order_relaxed); }
   Status destroy();
 
   // Extended polling (ibv_start_poll & co): the entry under the cursor.
@@ -99,6 +103,7 @@ class Cq {
   uint64_t event_token_ = 0;
   std::atomic<uint32_t> events_fetched_{0};
   std::atomic<uint32_t> overrun_reported_{0};
+  std::atomic<uint32_t> async_events_fetched_{0};
   shm::Cqe current_{};
   std::atomic<transport::Link*> receive_fabric_{nullptr};
 };

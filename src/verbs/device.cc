@@ -6,6 +6,7 @@
 #include "shm/process_registry.h"
 #include "verbs/cq.h"
 #include "verbs/qp.h"
+#include "verbs/srq.h"
 
 namespace softverbs::verbs {
 namespace {
@@ -91,6 +92,24 @@ Cq* Device::claim_cq_event(uint64_t token) {
   if (cq == nullptr || cq->event_token() != token) return nullptr;
   cq->note_event_fetched();
   return cq;
+}
+
+Cq* Device::claim_cq_async_event(uint64_t token) {
+  const uint32_t slot = static_cast<uint32_t>(token & ((1u << Cq::kTokenSlotBits) - 1));
+  std::lock_guard lock(registry_mu_);
+  Cq* cq = slot < shm::kMaxCqs ? cq_at(slot) : nullptr;
+  if (cq == nullptr || cq->event_token() != token) return nullptr;
+  cq->note_async_event_fetched();
+  return cq;
+}
+
+Srq* Device::claim_srq_event(uint64_t token) {
+  const uint32_t slot = static_cast<uint32_t>(token & ((1u << Srq::kTokenSlotBits) - 1));
+  std::lock_guard lock(registry_mu_);
+  Srq* srq = slot < shm::kMaxSrqs ? srqs_[slot] : nullptr;
+  if (srq == nullptr || srq->event_token() != token) return nullptr;
+  srq->note_event_fetched();
+  return srq;
 }
 
 Qp* Device::claim_qp_event(uint64_t token) {

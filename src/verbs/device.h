@@ -53,6 +53,9 @@ class Device final : public fabric::DeviceHost {
   Cq* claim_cq_event(uint64_t token);
   // Likewise for a QP's asynchronous event (ibv_get_async_event).
   Qp* claim_qp_event(uint64_t token);
+  // ... for a CQ's (IBV_EVENT_CQ_ERR) and an SRQ's asynchronous events.
+  Cq* claim_cq_async_event(uint64_t token);
+  Srq* claim_srq_event(uint64_t token);
 
   // Service thread: events and timers for our own objects.
   void deliver_cq_events(uint32_t first_slot, uint64_t bits);

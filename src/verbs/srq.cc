@@ -72,6 +72,8 @@ Result<Srq*> Srq::create(Context* ctx, ibv_srq_init_attr_ex* a) {
   srq->ctx_ = ctx;
   srq->pd_ = Pd::from(a->pd);
   srq->slot_ = slot.value();
+  static std::atomic<uint64_t> serial{0};
+  srq->event_token_ = (serial.fetch_add(1, std::memory_order_relaxed) + 1) << kTokenSlotBits | srq->slot_;
   shm::SharedSrq& s = seg.srq(srq->slot_);
   srq->shared_ = &s;
   s.owner = dev.self();
@@ -156,18 +158,18 @@ int Srq::post_recv(ibv_recv_wr* wr, ibv_recv_wr** bad) {
 }
 
 void Srq::raise_limit_event() {
-  events_reported_.fetch_add(1);
-  ctx_->raise_async(IBV_EVENT_SRQ_LIMIT_REACHED, AsyncObject::kSrq, this);
+  ctx_->raise_async(IBV_EVENT_SRQ_LIMIT_REACHED, AsyncObject::kSrq,
+                    reinterpret_cast<void*>(static_cast<uintptr_t>(event_token_)));
 }
 
 Status Srq::destroy() {
   if (users_.load() != 0) return Status::error(EBUSY);
   Device& dev = ctx_->device();
   dev.remove_srq(slot_);
-  // ibv_destroy_srq(3): wait until every async event reported for it is
-  // acknowledged. WQEs still queued are discarded: nothing completes them.
+  // ibv_destroy_srq(3): wait until every async event fetched for it is
+  // acknowledged (unfetched ones are skipped once it left the registry). WQEs still queued are discarded: nothing completes them.
   pthread_mutex_lock(&ibv_.mutex);
-  while (ibv_.events_completed != events_reported_.load()) pthread_cond_wait(&ibv_.cond, &ibv_.mutex);
+  while (ibv_.events_completed != events_fetched_.load()) pthread_cond_wait(&ibv_.cond, &ibv_.mutex);
   pthread_mutex_unlock(&ibv_.mutex);
   // Phase 1: responders stop taking from it (they check slot_state); the
   // ring is freed after the grace period (invariant 7).

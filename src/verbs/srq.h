@@ -63,6 +63,15 @@ class Srq {
   // Service thread (registry lock held): a responder took the queue below
   // the armed limit.
   void raise_limit_event();
+  // Its asynchronous events name it by this token (the slot in the low bits,
+  // a per-process serial above), never by address: an event still queued
+  // when the SRQ is destroyed is skipped, not handed out dangling.
+  static constexpr unsigned kTokenSlotBits = 16;
+  static_assert(shm::kMaxSrqs <= 1u << kTokenSlotBits);
+  uint64_t event_token() const { return event_token_; }
+  // Registry lock held (Device::claim_srq_event): ibv_get_async_event took
+  // one of its events; ibv_destroy_srq waits for that many acknowledgements.
+  void note_event_fetched() { events_fetched_.fetch_add(1, std::memory_order_relaxed); }
 
  private:
   Srq() = default;
@@ -75,7 +84,8 @@ class Srq {
   SpinMutex post_mu_;
   std::mutex modify_mu_;
   std::atomic<uint32_t> users_{0};
-  std::atomic<uint32_t> events_reported_{0};
+  uint64_t event_token_ = 0;
+  std::atomic<uint32_t> events_fetched_{0};
 };
 
 }  // namespace softverbs::verbs

@@ -359,6 +359,58 @@ TEST(Srq, LimitEventFiresOnceUntilRearmed) {
       });
 }
 
+// Regression (issue 18: an SRQ's asynchronous events were counted when raised,
+// so ibv_destroy_srq waited forever for the acknowledgement of one nobody
+// fetched): ibv_destroy_srq(3) waits only for fetched events, and the
+// unfetched one is skipped afterwards instead of naming a freed SRQ.
+TEST(Srq, DestroyDoesNotWaitForAnUnfetchedLimitEvent) {
+  run_pair(
+      "sender",
+      [&](Proc& p) {
+        auto ep = sender(p.peer(), {QpConfig{}});
+        ASSERT_NE(nullptr, ep);
+        auto src = Region::create(ep->pd.get(), 64);
+        ASSERT_NE(nullptr, src);
+        ASSERT_TRUE(p.peer().wait("armed"));
+        for (uint64_t id = 0; id < 2; ++id) {
+          Wr w = wr_send(id, {src->sge(0, 64)});
+          ASSERT_TRUE(run_wr(ep->qp(), w));
+        }
+        ASSERT_TRUE(p.peer().signal("sent"));
+        ASSERT_TRUE(p.peer().wait("destroyed"));
+      },
+      "receiver",
+      [&](Proc& p) {
+        auto ep = Endpoint::open();
+        ASSERT_NE(nullptr, ep);
+        ibv_srq_init_attr init{};
+        init.attr.max_wr = 8;
+        init.attr.max_sge = 1;
+        ibv_srq* srq = ibv_create_srq(ep->pd.get(), &init);
+        ASSERT_NE(nullptr, srq);
+        auto dst = Region::create(ep->pd.get(), 64 * 8);
+        ASSERT_NE(nullptr, dst);
+        auto qp = TestQp::create(ep->ctx.get(), ep->pd.get(), ep->port, on_srq({}, srq));
+        ASSERT_NE(nullptr, qp);
+        ASSERT_TRUE(connect_over(p.peer(), {qp.get()}));
+        for (uint64_t id = 0; id < 4; ++id) ASSERT_TRUE(post_srq(srq, id, {dst->sge(id * 64, 64)}));
+        ASSERT_TRUE(arm_limit(srq, 3));
+        ASSERT_TRUE(p.peer().signal("armed"));
+        ASSERT_TRUE(p.peer().wait("sent"));  // 2 left, below the limit
+        std::vector<ibv_wc> wcs;
+        ASSERT_TRUE(poll_n(qp->recv_cq(), 2, &wcs));
+        pollfd pfd{ep->ctx->async_fd, POLLIN, 0};
+        ASSERT_EQ(1, ::poll(&pfd, 1, static_cast<int>(scaled(kOpTimeout).count()))) << "no limit event to leave unread";
+        EXPECT_EQ(0, qp->destroy_undrained());
+        qp.reset();
+        const auto start = Clock::now();
+        EXPECT_EQ(0, ibv_destroy_srq(srq));  // its limit event is still unread
+        EXPECT_LT(ms_since(start), 5000.0) << "ibv_destroy_srq waited for an event never fetched";
+        EXPECT_TRUE(expect_no_event(ep->ctx.get(), "after the SRQ it named was destroyed"));
+        ASSERT_TRUE(p.peer().signal("destroyed"));
+      });
+}
+
 // IBA 11.6.3: an RC QP on an SRQ that goes to Error raises Last WQE Reached
 // once; the SRQ's WQEs are not flushed (no completion at all) and another QP
 // on the SRQ still receives into the first of them.

@@ -16,23 +16,31 @@ SV_EXPORT int ibv_get_async_event(ibv_context* ctx, ibv_async_event* event) {
     return -1;
   }
   AsyncRecord r;
+  softverbs::verbs::Device& dev = Context::from(ctx)->device();
   softverbs::verbs::Qp* qp = nullptr;
-  for (;;) {
+  softverbs::verbs::Cq* cq = nullptr;
+  softverbs::verbs::Srq* srq = nullptr;
+  // QPs, CQs and SRQs are named by token: an event whose object is gone is
+  // skipped, and claiming one counts it for that object's destroy.
+  for (bool claimed = false; !claimed;) {
     softverbs::Status s = Context::from(ctx)->next_async(&r);
     if (!s.is_ok()) {
       errno = s.code();
       return -1;
     }
-    if (r.kind != AsyncObject::kQp) break;
-    // A QP's event names it by token; one whose QP is gone is skipped.
-    qp = Context::from(ctx)->device().claim_qp_event(reinterpret_cast<uintptr_t>(r.object));
-    if (qp != nullptr) break;
+    const auto token = reinterpret_cast<uintptr_t>(r.object);
+    switch (r.kind) {
+      case AsyncObject::kQp: claimed = (qp = dev.claim_qp_event(token)) != nullptr; break;
+      case AsyncObject::kCq: claimed = (cq = dev.claim_cq_async_event(token)) != nullptr; break;
+      case AsyncObject::kSrq: claimed = (srq = dev.claim_srq_event(token)) != nullptr; break;
+      default: claimed = true; break;
+    }
   }
   event->event_type = static_cast<ibv_event_type>(r.type);
   switch (r.kind) {
     case AsyncObject::kQp: event->element.qp = qp->ibv(); break;
-    case AsyncObject::kCq: event->element.cq = static_cast<softverbs::verbs::Cq*>(r.object)->ibv(); break;
-    case AsyncObject::kSrq: event->element.srq = static_cast<softverbs::verbs::Srq*>(r.object)->ibv(); break;
+    case AsyncObject::kCq: event->element.cq = cq->ibv(); break;
+    case AsyncObject::kSrq: event->element.srq = srq->ibv(); break;
     case AsyncObject::kPort: event->element.port_num = static_cast<int>(reinterpret_cast<intptr_t>(r.object)); break;
     case AsyncObject::kNone: event->element.port_num = 0; break;
   }

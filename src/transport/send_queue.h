@@ -39,15 +39,34 @@ struct SendWqe {
   uint8_t* inline_data() { return reinterpret_cast<uint8_t*>(sge); }
 };
 
+// Where a send queue's memory comes from when the application supplies it
+// (a parent domain's allocator): allocate returns nullptr on failure, or
+// `use_default` to decline.
+struct QueueMemory {
+  void* (*allocate)(void* owner, size_t size, size_t alignment) = nullptr;
+  void (*release)(void* owner, void* p) = nullptr;
+  void* owner = nullptr;
+  void* use_default = nullptr;
+};
+
 class SendQueue {
  public:
-  bool init(uint32_t max_wr, uint32_t max_sge, uint32_t max_inline) {
+  bool init(uint32_t max_wr, uint32_t max_sge, uint32_t max_inline, const QueueMemory* memory = nullptr) {
     capacity_ = 1;
     while (capacity_ < max_wr) capacity_ <<= 1;
     const uint32_t body = std::max<uint32_t>(max_sge * sizeof(shm::Sge), max_inline);
     stride_ = static_cast<uint32_t>((sizeof(SendWqe) + body + 63) / 64 * 64);
-    storage_.reset(new (std::nothrow) uint8_t[static_cast<size_t>(capacity_) * stride_]);
     max_wr_ = max_wr;
+    const size_t bytes = static_cast<size_t>(capacity_) * stride_;
+    if (memory != nullptr && memory->allocate != nullptr) {
+      void* p = memory->allocate(memory->owner, bytes, 64);
+      if (p == nullptr) return false;
+      if (p != memory->use_default) {
+        storage_ = Storage(static_cast<uint8_t*>(p), Release{*memory});
+        return true;
+      }
+    }
+    storage_ = Storage(new (std::nothrow) uint8_t[bytes], Release{});
     return storage_ != nullptr;
   }
   SendWqe& at(uint64_t index) { return *reinterpret_cast<SendWqe*>(&storage_[(index & (capacity_ - 1)) * stride_]); }
@@ -62,7 +81,18 @@ class SendQueue {
   uint64_t done = 0;    // oldest not completed (completer)
 
  private:
-  std::unique_ptr<uint8_t[]> storage_;
+  // Frees with the allocator it came from (delete[] when none).
+  struct Release {
+    QueueMemory memory{};
+    void operator()(uint8_t* p) const {
+      if (memory.release != nullptr)
+        memory.release(memory.owner, p);
+      else
+        delete[] p;
+    }
+  };
+  using Storage = std::unique_ptr<uint8_t[], Release>;
+  Storage storage_{nullptr, Release{}};
   uint32_t capacity_ = 0;
   uint32_t stride_ = 0;
   uint32_t max_wr_ = 0;

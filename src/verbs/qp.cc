@@ -95,7 +95,22 @@ Result<Qp*> Qp::create(Context* ctx, ibv_qp_init_attr_ex* a) {
   const uint32_t max_send_wr = cap.max_send_wr == 0 ? 1 : cap.max_send_wr;
   const uint32_t max_inline = std::max(cap.max_inline_data, kMinInline);
   const uint32_t max_send_sge = std::max(cap.max_send_sge, 1u);
-  if (!qp->side_.sq.init(max_send_wr, max_send_sge, max_inline)) {
+  // A parent domain's allocator supplies the send queue (pd.h).
+  Pd* pd = a->pd != nullptr ? Pd::from(a->pd) : nullptr;
+  transport::QueueMemory from_parent;
+  if (pd != nullptr && pd->alloc != nullptr) {
+    from_parent.allocate = [](void* owner, size_t size, size_t alignment) {
+      auto* p = static_cast<Pd*>(owner);
+      return p->alloc(&p->ibv, p->pd_context, size, alignment, kSendQueueResource);
+    };
+    from_parent.release = [](void* owner, void* mem) {
+      auto* p = static_cast<Pd*>(owner);
+      p->free(&p->ibv, p->pd_context, mem, kSendQueueResource);
+    };
+    from_parent.owner = pd;
+    from_parent.use_default = IBV_ALLOCATOR_USE_DEFAULT;
+  }
+  if (!qp->side_.sq.init(max_send_wr, max_send_sge, max_inline, &from_parent)) {
     delete qp;
     return Status::error(ENOMEM);
   }

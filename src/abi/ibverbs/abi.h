@@ -50,6 +50,10 @@ int op_post_send(ibv_qp* qp, ibv_send_wr* wr, ibv_send_wr** bad);
 int op_post_recv(ibv_qp* qp, ibv_recv_wr* wr, ibv_recv_wr** bad);
 int op_post_srq_recv(ibv_srq* srq, ibv_recv_wr* wr, ibv_recv_wr** bad);
 int op_query_port(ibv_context* ctx, uint8_t port, ibv_port_attr* attr, size_t attr_len);
+// Parent and thread domains (pd_mr.cc).
+ibv_pd* op_alloc_parent_domain(ibv_context* ctx, ibv_parent_domain_init_attr* attr);
+ibv_td* op_alloc_td(ibv_context* ctx, ibv_td_init_attr* attr);
+int op_dealloc_td(ibv_td* td);
 int op_query_device_ex(ibv_context* ctx, const ibv_query_device_ex_input* input, ibv_device_attr_ex* attr,
                        size_t attr_size);
 ibv_cq_ex* op_create_cq_ex(ibv_context* ctx, ibv_cq_init_attr_ex* attr);

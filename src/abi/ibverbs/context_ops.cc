@@ -32,9 +32,6 @@ ibv_flow_action* u_create_flow_action_esp(ibv_context*, ibv_flow_action_esp_attr
   return unsupported_ptr<ibv_flow_action>(__func__);
 }
 int u_modify_qp_rate_limit(ibv_qp*, ibv_qp_rate_limit_attr*) { return unsupported(__func__); }
-ibv_pd* u_alloc_parent_domain(ibv_context*, ibv_parent_domain_init_attr*) { return unsupported_ptr<ibv_pd>(__func__); }
-int u_dealloc_td(ibv_td*) { return unsupported(__func__); }
-ibv_td* u_alloc_td(ibv_context*, ibv_td_init_attr*) { return unsupported_ptr<ibv_td>(__func__); }
 int u_post_srq_ops(ibv_srq*, ibv_ops_wr* op, ibv_ops_wr** bad) {
   if (bad != nullptr) *bad = op;
   return unsupported(__func__);
@@ -116,9 +113,9 @@ void fill_context_ops(verbs_context* v) {
   v->destroy_flow_action = u_destroy_flow_action;
   v->create_flow_action_esp = u_create_flow_action_esp;
   v->modify_qp_rate_limit = u_modify_qp_rate_limit;
-  v->alloc_parent_domain = u_alloc_parent_domain;
-  v->dealloc_td = u_dealloc_td;
-  v->alloc_td = u_alloc_td;
+  v->alloc_parent_domain = op_alloc_parent_domain;
+  v->dealloc_td = op_dealloc_td;
+  v->alloc_td = op_alloc_td;
   v->modify_cq = op_modify_cq;
   v->post_srq_ops = u_post_srq_ops;
   v->destroy_rwq_ind_table = u_destroy_rwq_ind_table;

@@ -26,9 +26,62 @@ SV_EXPORT int ibv_dealloc_pd(ibv_pd* ibv) {
   if (ibv == nullptr) return EINVAL;
   Pd* pd = Pd::from(ibv);
   if (pd->users.load() != 0) return EBUSY;  // IBA 10.2.2: resources still use it
+  if (pd->protection != nullptr) {  // a parent domain lets go of what it holds
+    pd->protection->users.fetch_sub(1);
+    if (pd->td != nullptr) pd->td->users.fetch_sub(1);
+  }
   delete pd;
   return 0;
 }
+
+namespace softverbs::abi {
+
+// ibv_alloc_parent_domain(3).
+ibv_pd* op_alloc_parent_domain(ibv_context* ctx, ibv_parent_domain_init_attr* attr) {
+  constexpr uint32_t kKnown = IBV_PARENT_DOMAIN_INIT_ATTR_ALLOCATORS | IBV_PARENT_DOMAIN_INIT_ATTR_PD_CONTEXT;
+  if (ctx == nullptr || attr == nullptr || attr->pd == nullptr || (attr->comp_mask & ~kKnown) != 0)
+    return fail<ibv_pd>(EINVAL);
+  Pd* protection = Pd::from(attr->pd);
+  // A parent domain of a parent domain is not a protection domain.
+  if (protection->protection != nullptr || attr->pd->context != ctx) return fail<ibv_pd>(EINVAL);
+  const bool allocators = (attr->comp_mask & IBV_PARENT_DOMAIN_INIT_ATTR_ALLOCATORS) != 0;
+  if (allocators && (attr->alloc == nullptr || attr->free == nullptr)) return fail<ibv_pd>(EINVAL);
+  auto* pd = new (std::nothrow) Pd();
+  if (pd == nullptr) return fail<ibv_pd>(ENOMEM);
+  pd->ctx = protection->ctx;
+  pd->id = protection->id;
+  pd->ibv.context = ctx;
+  pd->ibv.handle = protection->ibv.handle;
+  pd->protection = protection;
+  pd->td = attr->td != nullptr ? softverbs::verbs::Td::from(attr->td) : nullptr;
+  if (allocators) {
+    pd->alloc = attr->alloc;
+    pd->free = attr->free;
+  }
+  if (attr->comp_mask & IBV_PARENT_DOMAIN_INIT_ATTR_PD_CONTEXT) pd->pd_context = attr->pd_context;
+  protection->users.fetch_add(1);
+  if (pd->td != nullptr) pd->td->users.fetch_add(1);
+  return &pd->ibv;
+}
+
+// ibv_alloc_td(3).
+ibv_td* op_alloc_td(ibv_context* ctx, ibv_td_init_attr* attr) {
+  if (ctx == nullptr || attr == nullptr || attr->comp_mask != 0) return fail<ibv_td>(EINVAL);
+  auto* td = new (std::nothrow) softverbs::verbs::Td();
+  if (td == nullptr) return fail<ibv_td>(ENOMEM);
+  td->ibv.context = ctx;
+  return &td->ibv;
+}
+
+int op_dealloc_td(ibv_td* ibv) {
+  if (ibv == nullptr) return EINVAL;
+  auto* td = softverbs::verbs::Td::from(ibv);
+  if (td->users.load() != 0) return EBUSY;  // a parent domain still names it
+  delete td;
+  return 0;
+}
+
+}  // namespace softverbs::abi
 
 SV_EXPORT ibv_mr* ibv_reg_mr_iova2(ibv_pd* pd, void* addr, size_t length, uint64_t iova, unsigned int access) {
   if (pd == nullptr) return fail<ibv_mr>(EINVAL);

@@ -93,7 +93,7 @@ class Client {
         if (load(page, kAcquireResult) == 0) break;
         ++r->cas_retries;
         if (Clock::now() > deadline) {
-          error = "the lock was never free before the deadline";
+          error = "the time limit ran out while taking the lock";
           break;
         }
         sched_yield();  // the holder may be waiting for this core
@@ -105,7 +105,9 @@ class Client {
       if (!post(&write_.wr, &error) || !node_->wait(2, deadline, &error)) break;
       if (load(page, kExitResult) != 1) ++r->violations;     // someone came in with us
       if (load(page, kReleaseResult) != id_) ++r->violations; // the lock was not ours
-      rounds.push_back(static_cast<uint64_t>((Clock::now() - start).count()));
+      const Clock::time_point end = Clock::now();
+      rounds.push_back(static_cast<uint64_t>((end - start).count()));
+      if (end > deadline) error = "the time limit ran out after " + std::to_string(rounds.size()) + " rounds";
     }
     r->rounds = rounds.size();
     if (!rounds.empty()) {

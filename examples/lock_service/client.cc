@@ -106,7 +106,8 @@ class Client {
       if (load(page, kExitResult) != 1) ++r->violations;     // someone came in with us
       if (load(page, kReleaseResult) != id_) ++r->violations; // the lock was not ours
       const Clock::time_point end = Clock::now();
-      rounds.push_back(static_cast<uint64_t>((end - start).count()));
+      rounds.push_back(
+          static_cast<uint64_t>(std::chrono::duration_cast<std::chrono::nanoseconds>(end - start).count()));
       if (end > deadline) error = "the time limit ran out after " + std::to_string(rounds.size()) + " rounds";
     }
     r->rounds = rounds.size();
@@ -118,8 +119,8 @@ class Client {
     if (!error.empty()) std::snprintf(r->error, sizeof r->error, "%s", error.c_str());
   }
 
-  // --uc: an atomic on a UC QP must be refused when posted (IBA: UC carries
-  // no atomics; rdma-core's providers fail the post with EINVAL and bad_wr).
+  // --uc: an atomic on a UC QP must be refused when posted (IBA Table 37: UC
+  // carries no atomics), with EINVAL and bad_wr naming it.
   void refuse_on_uc(Report* r) {
     for (Wr* w : {&acquire_, &exit_}) {
       ibv_send_wr* bad = nullptr;

@@ -1,5 +1,6 @@
 #include "verbs/qp.h"
 
+#include <bit>
 #include <cerrno>
 #include <cstring>
 #include <new>
@@ -60,6 +61,15 @@ bool valid_mtu(int mtu) { return mtu >= IBV_MTU_256 && mtu <= IBV_MTU_4096; }
 
 }  // namespace
 
+// IBV_QP_EX_WITH_<op> is bit <op> of ibv_wr_opcode: create() checks the
+// send_ops_flags against the WR opcode table through that.
+static_assert(IBV_QP_EX_WITH_RDMA_WRITE == 1u << IBV_WR_RDMA_WRITE &&
+              IBV_QP_EX_WITH_RDMA_WRITE_WITH_IMM == 1u << IBV_WR_RDMA_WRITE_WITH_IMM &&
+              IBV_QP_EX_WITH_SEND == 1u << IBV_WR_SEND && IBV_QP_EX_WITH_SEND_WITH_IMM == 1u << IBV_WR_SEND_WITH_IMM &&
+              IBV_QP_EX_WITH_RDMA_READ == 1u << IBV_WR_RDMA_READ &&
+              IBV_QP_EX_WITH_ATOMIC_CMP_AND_SWP == 1u << IBV_WR_ATOMIC_CMP_AND_SWP &&
+              IBV_QP_EX_WITH_ATOMIC_FETCH_AND_ADD == 1u << IBV_WR_ATOMIC_FETCH_AND_ADD);
+
 Result<Qp*> Qp::create(Context* ctx, ibv_qp_init_attr_ex* a) {
   if (a == nullptr) return Status::error(EINVAL);
   constexpr uint32_t kKnownMask = IBV_QP_INIT_ATTR_PD | IBV_QP_INIT_ATTR_SEND_OPS_FLAGS | IBV_QP_INIT_ATTR_CREATE_FLAGS;
@@ -86,6 +96,13 @@ Result<Qp*> Qp::create(Context* ctx, ibv_qp_init_attr_ex* a) {
                               IBV_QP_EX_WITH_SEND_WITH_IMM | IBV_QP_EX_WITH_RDMA_READ |
                               IBV_QP_EX_WITH_ATOMIC_CMP_AND_SWP | IBV_QP_EX_WITH_ATOMIC_FETCH_AND_ADD;
     if ((a->send_ops_flags & ~kOps) != 0) return Status::error(EOPNOTSUPP);
+    // An operation the QP's transport lacks (IBA Table 37: UC has no READ and
+    // no atomics, UD only SENDs) is not supported on it, as mlx5 answers.
+    for (uint64_t ops = a->send_ops_flags; ops != 0; ops &= ops - 1) {
+      const transport::WrOpcodeInfo* op = transport::wr_opcode(static_cast<uint32_t>(std::countr_zero(ops)));
+      if (op == nullptr || !transport::wr_allowed(*op, static_cast<uint8_t>(a->qp_type)))
+        return Status::error(EOPNOTSUPP);
+    }
   }
 
   Device& dev = ctx->device();

@@ -340,5 +340,119 @@ TEST(UcOps, SendWriteNoAcksNoReadsNoAtomics) {
       });
 }
 
+// Regression (issue 18: the lock service's --uc): IBA Table 37 gives UC no
+// atomics, so an atomic posted on a UC QP fails at ibv_post_send with EINVAL
+// and bad_wr naming it, as rdma-core's providers do; the WRs before it in the
+// chain are posted and complete, the ones after it are not posted, nothing
+// reaches the target, and the QP stays usable.
+TEST(UcOps, AtomicRefusedAtPostWithBadWr) {
+  constexpr uint64_t kFirst = 0x1111111111111111ull;
+  constexpr uint64_t kNotPosted = 0x2222222222222222ull;
+  constexpr uint64_t kAfter = 0x3333333333333333ull;
+  run_pair(
+      "sender",
+      [&](Proc& p) {
+        auto ep = connected_endpoint(p.peer(), uc_config());
+        ASSERT_NE(nullptr, ep);
+        TestQp& qp = ep->qp();
+        RemoteBuf target;
+        ASSERT_TRUE(p.peer().recv(&target));
+        auto src = Region::create(ep->pd.get(), 4096);
+        ASSERT_NE(nullptr, src);
+        store64(src->data(), kFirst);
+        store64(src->data() + 8, kNotPosted);
+        store64(src->data() + 16, kAfter);
+
+        Wr cas = wr_cas(1, src->sge(64, 8), target, 0, 7);
+        ibv_send_wr* bad = nullptr;
+        EXPECT_EQ(EINVAL, ibv_post_send(qp.get(), cas.get(), &bad)) << "CMP_AND_SWP on UC";
+        EXPECT_EQ(cas.get(), bad);
+
+        Wr first = wr_write(2, {src->sge(0, 8)}, target.at(8));
+        Wr faa = wr_faa(3, src->sge(64, 8), target, 5);
+        Wr never = wr_write(4, {src->sge(8, 8)}, target.at(16));
+        first.get()->next = faa.get();
+        faa.get()->next = never.get();
+        bad = nullptr;
+        EXPECT_EQ(EINVAL, ibv_post_send(qp.get(), first.get(), &bad)) << "WRITE, FETCH_AND_ADD, WRITE on UC";
+        EXPECT_EQ(faa.get(), bad) << "bad_wr names the atomic, not the WRITE before it";
+        ibv_wc wc{};
+        ASSERT_TRUE(poll_one(qp.send_cq(), &wc, scaled(kOpTimeout), "for the WRITE before the atomic"));
+        EXPECT_TRUE(check_wc(wc, {.wr_id = 2, .opcode = IBV_WC_RDMA_WRITE}));
+        EXPECT_TRUE(expect_no_completion(qp.send_cq(), Millis(50), "for the refused atomic or the WR after it"));
+
+        EXPECT_EQ(IBV_QPS_RTS, qp.state()) << "a refused post leaves the QP as it was";
+        Wr after = wr_write(5, {src->sge(16, 8)}, target.at(24));
+        ASSERT_TRUE(run_wr(qp, after));
+        ASSERT_TRUE(p.peer().wait("verified"));
+      },
+      "receiver",
+      [&](Proc& p) {
+        QpConfig c = uc_config();
+        c.access = IBV_ACCESS_REMOTE_WRITE;
+        auto ep = connected_endpoint(p.peer(), c);
+        ASSERT_NE(nullptr, ep);
+        auto target = Region::create(ep->pd.get(), 4096);
+        ASSERT_NE(nullptr, target);
+        std::memset(target->data(), 0, 32);
+        ASSERT_TRUE(p.peer().send(target->remote()));
+        // The last WRITE lands after everything the sender posted before it.
+        const Deadline deadline = Deadline::op();
+        while (__atomic_load_n(reinterpret_cast<uint64_t*>(target->data() + 24), __ATOMIC_ACQUIRE) != kAfter) {
+          ASSERT_FALSE(deadline.expired()) << "the WRITE after the refused atomics never arrived";
+          ::usleep(100);
+        }
+        EXPECT_EQ(0u, load64(target->data())) << "an atomic reached the target";
+        EXPECT_EQ(kFirst, load64(target->data() + 8)) << "the WRITE before the atomic";
+        EXPECT_EQ(0u, load64(target->data() + 16)) << "the WRITE after the atomic was not posted";
+        ASSERT_TRUE(p.peer().signal("verified"));
+      });
+}
+
+// ibv_create_qp_ex(3) with send_ops_flags naming an operation the QP's
+// transport lacks (READ or an atomic on UC, anything but SEND on UD) fails
+// with EOPNOTSUPP, as mlx5 answers, instead of a QP whose ibv_wr_* calls
+// would all fail.
+TEST(UcOps, CreateQpExRefusesOpsTheTransportLacks) {
+  run_solo("solo", [](Proc&) {
+    auto ep = Endpoint::open();
+    ASSERT_NE(nullptr, ep);
+    CqPtr cq = create_cq(ep->ctx.get(), 16);
+    ASSERT_NE(nullptr, cq);
+    auto create = [&](ibv_qp_type type, uint64_t ops) {
+      ibv_qp_init_attr_ex a{};
+      a.send_cq = cq.get();
+      a.recv_cq = cq.get();
+      a.cap.max_send_wr = 4;
+      a.cap.max_recv_wr = 4;
+      a.cap.max_send_sge = 1;
+      a.cap.max_recv_sge = 1;
+      a.qp_type = type;
+      a.comp_mask = IBV_QP_INIT_ATTR_PD | IBV_QP_INIT_ATTR_SEND_OPS_FLAGS;
+      a.pd = ep->pd.get();
+      a.send_ops_flags = ops;
+      errno = 0;
+      ibv_qp* qp = ibv_create_qp_ex(ep->ctx.get(), &a);
+      const int err = qp == nullptr ? errno : 0;
+      if (qp != nullptr) {
+        EXPECT_EQ(0, ibv_destroy_qp(qp));
+      }
+      return err;
+    };
+    constexpr uint64_t kUcOps = IBV_QP_EX_WITH_SEND | IBV_QP_EX_WITH_SEND_WITH_IMM | IBV_QP_EX_WITH_RDMA_WRITE |
+                                IBV_QP_EX_WITH_RDMA_WRITE_WITH_IMM;
+    constexpr uint64_t kUdOps = IBV_QP_EX_WITH_SEND | IBV_QP_EX_WITH_SEND_WITH_IMM;
+    EXPECT_EQ(0, create(IBV_QPT_UC, kUcOps));
+    EXPECT_EQ(0, create(IBV_QPT_UD, kUdOps));
+    EXPECT_EQ(0, create(IBV_QPT_RC, kUcOps | IBV_QP_EX_WITH_RDMA_READ | IBV_QP_EX_WITH_ATOMIC_CMP_AND_SWP |
+                                        IBV_QP_EX_WITH_ATOMIC_FETCH_AND_ADD));
+    EXPECT_EQ(EOPNOTSUPP, create(IBV_QPT_UC, kUcOps | IBV_QP_EX_WITH_ATOMIC_CMP_AND_SWP));
+    EXPECT_EQ(EOPNOTSUPP, create(IBV_QPT_UC, IBV_QP_EX_WITH_ATOMIC_FETCH_AND_ADD));
+    EXPECT_EQ(EOPNOTSUPP, create(IBV_QPT_UC, IBV_QP_EX_WITH_RDMA_READ));
+    EXPECT_EQ(EOPNOTSUPP, create(IBV_QPT_UD, kUdOps | IBV_QP_EX_WITH_RDMA_WRITE));
+    EXPECT_EQ(EOPNOTSUPP, create(IBV_QPT_UD, IBV_QP_EX_WITH_ATOMIC_CMP_AND_SWP));
+  });
+}
+
 }  // namespace
 }  // namespace softverbs::integration

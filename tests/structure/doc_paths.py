@@ -22,7 +22,7 @@ import re
 import sys
 
 DOCS = ["README.md", "docs/DESIGN.md", "docs/PERFORMANCE-NOTES.md"]
-TOPS = ["src", "tests", "bench", "tools", "docs", "scripts", "include"]
+TOPS = ["src", "tests", "bench", "tools", "examples", "docs", "scripts", "include"]
 # Outputs, not sources: named by the docs, absent from a fresh checkout.
 GENERATED = {
     "bench/results/tmp/",  # bench/run.py --quick writes here (git-ignored)

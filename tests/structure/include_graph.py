@@ -22,7 +22,7 @@ An include resolves as the compiler resolves it: "x.h" beside the including
 file first, then under src/. System headers (<...> that are not under src/)
 are not checked. Test code (*_test.cc, and */testing/ helpers) follows the
 rules of its folder; only test code, and code outside src/, may include a
-*/testing/ header. Outside src/ (tools/, tests/, bench/) the one rule is that
+*/testing/ header. Outside src/ (tools/, tests/, bench/, examples/) the one rule is that
 nothing includes src/abi/.
 
 KNOWN_VIOLATIONS lists, exactly, the violations the code has today. The check
@@ -146,7 +146,7 @@ def check(root):
             why = violation(rel, os.path.relpath(target, "src"))
             if why:
                 found[(path, target)] = why
-    for top in ("tools", "tests", "bench"):
+    for top in ("tools", "tests", "bench", "examples"):
         if not os.path.isdir(os.path.join(root, top)):
             continue
         for path in sources(root, top):

@@ -8,13 +8,27 @@
 
 namespace softverbs::verbs {
 
-Result<Context*> Context::open(ibv_device* device) {
+Result<Context*> Context::open(ibv_device* device) { return make(device, -1); }
+
+Result<Context*> Context::import(ibv_device* device, int cmd_fd) { return make(device, cmd_fd); }
+
+Result<Context*> Context::make(ibv_device* device, int import_fd) {
   Result<Device*> dev = Device::get();
   if (!dev.is_ok()) return dev.status();
+  const uint64_t guid = dev.value()->seg().header().node_guid;
+  Result<ContextFile*> file = import_fd >= 0 ? ContextFile::open(import_fd, guid) : ContextFile::create(guid);
+  if (!file.is_ok()) return file.status();
   auto* ctx = new (std::nothrow) Context();
-  if (ctx == nullptr) return Status::error(ENOMEM);
+  if (ctx == nullptr) {
+    if (import_fd >= 0) file.value()->release_fd();  // a failed import leaves the caller's fd open
+    delete file.value();
+    return Status::error(ENOMEM);
+  }
+  ctx->file_ = file.value();
+  ctx->vctx_.context.async_fd = -1;  // nothing to close yet
   int fds[2];
   if (pipe2(fds, O_CLOEXEC) != 0) {
+    if (import_fd >= 0) ctx->file_->release_fd();
     delete ctx;
     return Status::error(errno);
   }
@@ -24,9 +38,9 @@ Result<Context*> Context::open(ibv_device* device) {
   ibv_context& c = ctx->vctx_.context;
   c.device = device;
   c.async_fd = fds[0];
-  // No kernel command channel exists; a descriptor that is valid to poll and
-  // close keeps programs that look at it happy.
-  c.cmd_fd = ::open("/dev/null", O_RDONLY | O_CLOEXEC);
+  // No kernel command channel exists: the descriptor is the context's file
+  // (context_file.h), which ibv_import_device accepts in another process.
+  c.cmd_fd = ctx->file_->fd();
   c.num_comp_vectors = 1;
   pthread_mutex_init(&c.mutex, nullptr);
   c.abi_compat = __VERBS_ABI_IS_EXTENDED;
@@ -37,7 +51,7 @@ Result<Context*> Context::open(ibv_device* device) {
 Context::~Context() {
   ibv_context& c = vctx_.context;
   if (c.async_fd >= 0) ::close(c.async_fd);
-  if (c.cmd_fd >= 0) ::close(c.cmd_fd);
+  delete file_;  // closes cmd_fd
   if (async_write_fd_ >= 0) ::close(async_write_fd_);
   pthread_mutex_destroy(&c.mutex);
 }

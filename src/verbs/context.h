@@ -11,6 +11,7 @@
 #include <cstdint>
 
 #include "util/status.h"
+#include "verbs/context_file.h"
 #include "verbs/device.h"
 
 namespace softverbs::verbs {
@@ -26,6 +27,8 @@ struct AsyncRecord {
 class Context {
  public:
   static Result<Context*> open(ibv_device* device);
+  // ibv_import_device(3): a context sharing `cmd_fd`'s (taken over) file.
+  static Result<Context*> import(ibv_device* device, int cmd_fd);
   static Context* from(ibv_context* c) {
     return reinterpret_cast<Context*>(reinterpret_cast<char*>(c) - offsetof(Context, vctx_) -
                                       offsetof(verbs_context, context));
@@ -35,6 +38,8 @@ class Context {
   ibv_context* ibv() { return &vctx_.context; }
   verbs_context* vctx() { return &vctx_; }
   Device& device() { return *device_; }
+  // The file behind cmd_fd: the PD handles importable through it.
+  ContextFile& file() { return *file_; }
 
   void raise_async(ibv_event_type type, AsyncObject kind, void* object);
   // Blocks (unless async_fd is non-blocking) for the next event.
@@ -42,10 +47,12 @@ class Context {
 
  private:
   Context() = default;
+  static Result<Context*> make(ibv_device* device, int import_fd);
 
   verbs_context vctx_{};  // its ibv_context is what the application holds
   Device* device_ = nullptr;
   int async_write_fd_ = -1;
+  ContextFile* file_ = nullptr;  // owns cmd_fd
 };
 
 }  // namespace softverbs::verbs

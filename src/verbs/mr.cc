@@ -122,6 +122,28 @@ Status deregister_mr(Mr* mr) {
   return Status::ok();
 }
 
+Result<Mr*> import_mr(Pd* pd, uint32_t handle) {
+  shm::Segment& seg = pd->ctx->device().seg();
+  if (handle >= shm::kMaxMrs) return Status::error(EINVAL);
+  const shm::SharedMr& m = seg.mr(handle);
+  const uint32_t rkey = m.rkey.load(std::memory_order_acquire);
+  // Slot 0 and a slot being published (lkey 1) or gone (keys 0) name nothing.
+  if (handle == 0 || rkey == 0 || m.lkey <= 1 || m.pd_id != pd->id) return Status::error(EINVAL);
+  auto* mr = new (std::nothrow) Mr();
+  if (mr == nullptr) return Status::error(ENOMEM);
+  mr->pd = pd;
+  mr->slot = handle;
+  mr->imported = true;
+  mr->ibv.context = pd->ctx->ibv();
+  mr->ibv.pd = &pd->ibv;
+  mr->ibv.addr = nullptr;
+  mr->ibv.length = m.length;
+  mr->ibv.lkey = m.lkey;
+  mr->ibv.rkey = rkey;
+  mr->ibv.handle = handle;
+  return mr;
+}
+
 Status reregister_mr(Mr* mr, int flags, Pd* pd, void* addr, size_t length, unsigned access) {
   if (flags == 0 || (flags & ~(IBV_REREG_MR_CHANGE_TRANSLATION | IBV_REREG_MR_CHANGE_PD |
                                IBV_REREG_MR_CHANGE_ACCESS)) != 0)

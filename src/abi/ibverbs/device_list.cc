@@ -85,4 +85,12 @@ SV_EXPORT int ibv_close_device(ibv_context* context) {
   return 0;
 }
 
-SV_EXPORT ibv_context* ibv_import_device(int) { return softverbs::abi::unsupported_ptr<ibv_context>(__func__); }
+// ibv_import_device(3): cmd_fd is a dup of a softverbs context's (another
+// process's too); the new context shares its PD handles (context_file.h).
+SV_EXPORT ibv_context* ibv_import_device(int cmd_fd) {
+  if (cmd_fd < 0 || !Device::get().is_ok()) return softverbs::abi::fail<ibv_context>(EINVAL);
+  softverbs::Result<Context*> ctx = Context::import(soft_device(), cmd_fd);
+  if (!ctx.is_ok()) return softverbs::abi::fail<ibv_context>(ctx.code());
+  softverbs::abi::fill_context_ops(ctx.value()->vctx());
+  return ctx.value()->ibv();
+}

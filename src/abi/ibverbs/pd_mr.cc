@@ -19,6 +19,9 @@ SV_EXPORT ibv_pd* ibv_alloc_pd(ibv_context* ctx) {
   pd->id = pd->ctx->device().new_pd_id();
   pd->ibv.context = ctx;
   pd->ibv.handle = pd->id;
+  // Importable by whoever holds this context's cmd_fd (a full table only
+  // makes this PD unimportable).
+  pd->ctx->file().add_pd(pd->id);
   return &pd->ibv;
 }
 
@@ -29,9 +32,46 @@ SV_EXPORT int ibv_dealloc_pd(ibv_pd* ibv) {
   if (pd->protection != nullptr) {  // a parent domain lets go of what it holds
     pd->protection->users.fetch_sub(1);
     if (pd->td != nullptr) pd->td->users.fetch_sub(1);
+  } else {
+    // ibv_import_pd(3): dealloc ends the PD for every context sharing it.
+    pd->ctx->file().remove_pd(pd->id);
   }
   delete pd;
   return 0;
+}
+
+// ibv_import_pd(3): a PD allocated through any context sharing ctx's file.
+SV_EXPORT ibv_pd* ibv_import_pd(ibv_context* ctx, uint32_t pd_handle) {
+  if (ctx == nullptr) return fail<ibv_pd>(EINVAL);
+  Context* c = Context::from(ctx);
+  if (!c->file().has_pd(pd_handle)) return fail<ibv_pd>(EINVAL);
+  auto* pd = new (std::nothrow) Pd();
+  if (pd == nullptr) return fail<ibv_pd>(ENOMEM);
+  pd->ctx = c;
+  pd->id = pd_handle;
+  pd->ibv.context = ctx;
+  pd->ibv.handle = pd_handle;
+  pd->imported = true;
+  return &pd->ibv;
+}
+
+SV_EXPORT void ibv_unimport_pd(ibv_pd* ibv) {
+  if (ibv == nullptr) return;
+  delete Pd::from(ibv);
+}
+
+// ibv_import_mr(3): a registration of `pd`'s protection domain, by handle.
+SV_EXPORT ibv_mr* ibv_import_mr(ibv_pd* ibv_pd, uint32_t mr_handle) {
+  if (ibv_pd == nullptr) return fail<ibv_mr>(EINVAL);
+  Pd* pd = Pd::from(ibv_pd);
+  softverbs::Result<Mr*> mr = softverbs::verbs::import_mr(pd, mr_handle);
+  if (!mr.is_ok()) return fail<ibv_mr>(mr.code());
+  return &mr.value()->ibv;
+}
+
+SV_EXPORT void ibv_unimport_mr(ibv_mr* mr) {
+  if (mr == nullptr || !Mr::from(mr)->imported) return;
+  delete Mr::from(mr);
 }
 
 namespace softverbs::abi {
@@ -111,5 +151,9 @@ SV_EXPORT int ibv_rereg_mr(ibv_mr* mr, int flags, ibv_pd* pd, void* addr, size_t
 
 SV_EXPORT int ibv_dereg_mr(ibv_mr* mr) {
   if (mr == nullptr) return EINVAL;
+  if (Mr::from(mr)->imported) {  // README: only the registering process ends a registration
+    delete Mr::from(mr);
+    return 0;
+  }
   return softverbs::verbs::deregister_mr(Mr::from(mr)).code();
 }

@@ -1,16 +1,14 @@
 // Public verbs softverbs does not support (yet), failing the documented way.
 //
-//   - Importing objects from another process's context (ibv_import_pd/mr/dm)
-//     needs a context shared through ibv_import_device's command fd; there
-//     is nothing to import from, so they return NULL with errno EOPNOTSUPP,
-//     and the unimport calls, which can only be given objects that an import
-//     returned, have nothing to release.
+//   - Importing device memory (ibv_import_dm): DMs are not kept in the
+//     context's file (context_file.h), so there is nothing to import from;
+//     NULL with errno EOPNOTSUPP, and ibv_unimport_dm has nothing to release.
 //   - ibv_reg_dmabuf_mr registers device (GPU) memory exported as a dma-buf
 //     fd; softverbs reaches memory through process mappings only.
 //   - ibv_resolve_eth_l2_from_gid resolves a RoCE peer's MAC through the
 //     kernel neighbour table for hardware providers (Debian's libmlx5).
 //
-// pyverbs imports the import/unimport and dma-buf verbs, libmlx5 the
+// pyverbs imports the DM import/unimport and dma-buf verbs, libmlx5 the
 // resolver; they must exist for those to load.
 #include <infiniband/verbs.h>
 
@@ -40,18 +38,6 @@ using softverbs::abi::unsupported;
 using softverbs::abi::unsupported_ptr;
 
 extern "C" {
-
-SV_PUBLIC struct ibv_pd* ibv_import_pd(struct ibv_context* /*context*/, uint32_t /*pd_handle*/) {
-  return unsupported_ptr<struct ibv_pd>(__func__);
-}
-
-SV_PUBLIC void ibv_unimport_pd(struct ibv_pd* /*pd*/) {}
-
-SV_PUBLIC struct ibv_mr* ibv_import_mr(struct ibv_pd* /*pd*/, uint32_t /*mr_handle*/) {
-  return unsupported_ptr<struct ibv_mr>(__func__);
-}
-
-SV_PUBLIC void ibv_unimport_mr(struct ibv_mr* /*mr*/) {}
 
 SV_PUBLIC struct ibv_dm* ibv_import_dm(struct ibv_context* /*context*/, uint32_t /*dm_handle*/) {
   return unsupported_ptr<struct ibv_dm>(__func__);

@@ -18,6 +18,8 @@ pingpong=$2
 mode=$3
 command -v mpirun >/dev/null || { echo "SKIP: mpirun is not installed (Debian package openmpi-bin)"; exit 77; }
 [ -x "$pingpong" ] || { echo "SKIP: $pingpong was not built (Debian package libopenmpi-dev)"; exit 77; }
+"$bin/softverbs" run --dev-nodes -- true 2>/dev/null ||
+  { echo "SKIP: softverbs run --dev-nodes is not permitted here (no mount namespaces)"; exit 77; }
 seg=/dev/shm/softverbs-conf-mpi-$mode-$$
 work=$(mktemp -d)
 launcher=

@@ -474,7 +474,7 @@ TEST(BadInput, UnsupportedVerbsNameThemselvesInTheDebugLog) {
     ibv_context* imported = ibv_import_device(-1);
     const int import_errno = errno;
     auto ep = Endpoint::open();
-    const int mcast_rc = ep ? ibv_attach_mcast(nullptr, nullptr, 0) : -1;
+    const int ece_rc = ep ? ibv_set_ece(nullptr, nullptr) : -1;
     ::dup2(saved, STDERR_FILENO);
     ::close(saved);
     ::close(pipe_fds[1]);
@@ -485,9 +485,9 @@ TEST(BadInput, UnsupportedVerbsNameThemselvesInTheDebugLog) {
     EXPECT_EQ(nullptr, imported);
     EXPECT_EQ(EOPNOTSUPP, import_errno);
     ASSERT_NE(nullptr, ep);
-    EXPECT_EQ(EOPNOTSUPP, mcast_rc);
+    EXPECT_EQ(EOPNOTSUPP, ece_rc);
     EXPECT_NE(std::string::npos, log.find("ibv_import_device")) << log;
-    EXPECT_NE(std::string::npos, log.find("ibv_attach_mcast")) << log;
+    EXPECT_NE(std::string::npos, log.find("ibv_set_ece")) << log;
   });
 }
 

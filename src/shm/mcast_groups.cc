@@ -5,13 +5,10 @@
 namespace softverbs::shm {
 namespace {
 
-// The owner of a live QP numbered `qpn`; false when there is none.
-bool live_owner(const Segment& seg, uint32_t qpn, OwnerId* owner) {
+// Whether a live QP has number `qpn`.
+bool live(const Segment& seg, uint32_t qpn) {
   const SharedQp& qp = seg.qp(qpn & (kMaxQpSlots - 1));
-  if (qp.slot_state.load(std::memory_order_acquire) != static_cast<uint32_t>(SlotState::kLive) || qp.qpn != qpn)
-    return false;
-  *owner = qp.owner;
-  return true;
+  return qp.slot_state.load(std::memory_order_acquire) == static_cast<uint32_t>(SlotState::kLive) && qp.qpn == qpn;
 }
 
 // REQUIRES: the control lock. Entries of QPs that are gone (a process that
@@ -20,25 +17,13 @@ void drop_stale(const Segment& seg, SharedMcastGroup& group) {
   uint32_t members = 0;
   for (std::atomic<uint32_t>& entry : group.qpn) {
     const uint32_t qpn = entry.load(std::memory_order_relaxed);
-    OwnerId owner;
     if (qpn == 0) continue;
-    if (!live_owner(seg, qpn, &owner))
+    if (!live(seg, qpn))
       entry.store(0, std::memory_order_relaxed);
     else
       ++members;
   }
   group.members.store(members, std::memory_order_release);
-}
-
-// REQUIRES: the control lock. QPs of `owner` in the group, `except` aside.
-uint32_t of_process(const Segment& seg, const SharedMcastGroup& group, OwnerId owner, uint32_t except) {
-  uint32_t n = 0;
-  for (const std::atomic<uint32_t>& entry : group.qpn) {
-    const uint32_t qpn = entry.load(std::memory_order_relaxed);
-    OwnerId o;
-    if (qpn != 0 && qpn != except && live_owner(seg, qpn, &o) && o == owner) ++n;
-  }
-  return n;
 }
 
 SharedMcastGroup* find(Segment& seg, const uint8_t mgid[16]) {
@@ -51,7 +36,7 @@ SharedMcastGroup* find(Segment& seg, const uint8_t mgid[16]) {
 
 }  // namespace
 
-McastChange mcast_attach(Segment& seg, const uint8_t mgid[16], uint16_t mlid, uint32_t qpn, OwnerId owner) {
+McastChange mcast_attach(Segment& seg, const uint8_t mgid[16], uint16_t mlid, uint32_t qpn) {
   ControlLock lock(seg);
   McastChange change;
   SharedMcastGroup* group = find(seg, mgid);
@@ -77,25 +62,23 @@ McastChange mcast_attach(Segment& seg, const uint8_t mgid[16], uint16_t mlid, ui
     if (q == 0 && empty == nullptr) empty = &entry;
   }
   if (empty == nullptr) return {ENOMEM};
-  change.process_first = of_process(seg, *group, owner, qpn) == 0;
+  change.added = true;
   empty->store(qpn, std::memory_order_release);
   group->members.store(group->members.load(std::memory_order_relaxed) + 1, std::memory_order_release);
   return change;
 }
 
-McastChange mcast_detach(Segment& seg, const uint8_t mgid[16], uint32_t qpn, OwnerId owner) {
+int mcast_detach(Segment& seg, const uint8_t mgid[16], uint32_t qpn) {
   ControlLock lock(seg);
   SharedMcastGroup* group = find(seg, mgid);
-  if (group == nullptr) return {EINVAL};
+  if (group == nullptr) return EINVAL;
   for (std::atomic<uint32_t>& entry : group->qpn) {
     if (entry.load(std::memory_order_relaxed) != qpn) continue;
     entry.store(0, std::memory_order_release);
     group->members.store(group->members.load(std::memory_order_relaxed) - 1, std::memory_order_release);
-    McastChange change;
-    change.process_last = of_process(seg, *group, owner, qpn) == 0;
-    return change;
+    return 0;
   }
-  return {EINVAL};  // rxe and mlx5: detaching from a group the QP is not in
+  return EINVAL;  // rxe and mlx5: detaching from a group the QP is not in
 }
 
 }  // namespace softverbs::shm

@@ -25,30 +25,26 @@ inline bool is_multicast_gid(const uint8_t gid[16]) {
 }
 inline bool is_multicast_lid(uint16_t lid) { return lid >= kMulticastLidBase && lid != kPermissiveLid; }
 
-// What an attach or detach did. error: 0, EINVAL (detach: the QP is not in
-// the group) or ENOMEM (attach: no free group, or the group is full).
-// process_first / process_last: the QP is the first of its process in the
-// group, or was its last (the UDP fabric joins and leaves the IP group).
+// What an attach did: error 0, or ENOMEM (no free group, or the group is
+// full); `added`: the QP was not in the group before (attaching it again
+// changes nothing and succeeds).
 struct McastChange {
   int error = 0;
-  bool process_first = false;
-  bool process_last = false;
+  bool added = false;
 };
 
-// Attaching a QP already in the group does nothing (and succeeds).
-McastChange mcast_attach(Segment& seg, const uint8_t mgid[16], uint16_t mlid, uint32_t qpn, OwnerId owner);
-McastChange mcast_detach(Segment& seg, const uint8_t mgid[16], uint32_t qpn, OwnerId owner);
-// The QP is being destroyed: out of every group. Calls left(mgid) for each
-// group it was its process's last QP in.
+McastChange mcast_attach(Segment& seg, const uint8_t mgid[16], uint16_t mlid, uint32_t qpn);
+// 0, or EINVAL: the QP is not in the group.
+int mcast_detach(Segment& seg, const uint8_t mgid[16], uint32_t qpn);
+// The QP is being destroyed: out of every group; calls left(mgid) for each.
 template <class F>
-void mcast_detach_all(Segment& seg, uint32_t qpn, OwnerId owner, F&& left) {
+void mcast_detach_all(Segment& seg, uint32_t qpn, F&& left) {
   for (uint32_t g = 0; g < kMaxMcastGroups; ++g) {
     SharedMcastGroup& group = seg.mcast_group(g);
     if (group.members.load(std::memory_order_acquire) == 0) continue;
     uint8_t mgid[16];
     std::memcpy(mgid, group.mgid, 16);
-    const McastChange c = mcast_detach(seg, mgid, qpn, owner);
-    if (c.error == 0 && c.process_last) left(mgid);
+    if (mcast_detach(seg, mgid, qpn) == 0) left(mgid);
   }
 }
 

@@ -28,11 +28,11 @@ Status Qp::attach_mcast(const ibv_gid* gid, uint16_t lid) {
   SV_RETURN_IF_ERROR(check(ex_.qp_base, gid, lid));
   Device& dev = ctx_->device();
   std::lock_guard lock(modify_mu_);  // one membership change of this QP at a time
-  const shm::McastChange c = shm::mcast_attach(dev.seg(), gid->raw, lid, shared_->qpn, dev.self());
+  const shm::McastChange c = shm::mcast_attach(dev.seg(), gid->raw, lid, shared_->qpn);
   if (c.error != 0) return Status::error(c.error);
-  if (c.process_first) {
+  if (c.added) {
     if (Status s = fabric::join_multicast(dev, gid->raw); !s.is_ok()) {
-      shm::mcast_detach(dev.seg(), gid->raw, shared_->qpn, dev.self());
+      shm::mcast_detach(dev.seg(), gid->raw, shared_->qpn);
       return s;
     }
   }
@@ -43,9 +43,8 @@ Status Qp::detach_mcast(const ibv_gid* gid, uint16_t lid) {
   SV_RETURN_IF_ERROR(check(ex_.qp_base, gid, lid));
   Device& dev = ctx_->device();
   std::lock_guard lock(modify_mu_);
-  const shm::McastChange c = shm::mcast_detach(dev.seg(), gid->raw, shared_->qpn, dev.self());
-  if (c.error != 0) return Status::error(c.error);
-  if (c.process_last) fabric::leave_multicast(gid->raw);
+  if (const int e = shm::mcast_detach(dev.seg(), gid->raw, shared_->qpn); e != 0) return Status::error(e);
+  fabric::leave_multicast(gid->raw);
   return Status::ok();
 }
 
@@ -53,7 +52,7 @@ void Qp::detach_all_mcast() {
   if (shared_->qp_type != IBV_QPT_UD) return;
   Device& dev = ctx_->device();
   std::lock_guard lock(modify_mu_);
-  shm::mcast_detach_all(dev.seg(), shared_->qpn, dev.self(), [](const uint8_t* mgid) { fabric::leave_multicast(mgid); });
+  shm::mcast_detach_all(dev.seg(), shared_->qpn, [](const uint8_t* mgid) { fabric::leave_multicast(mgid); });
 }
 
 }  // namespace softverbs::verbs

@@ -54,11 +54,11 @@ class UdpFabric final : public transport::Link {
   // Returns once no datagram that was being handled when it was called is
   // still being handled (fabric::quiesce_local_access).
   void quiesce();
-  // RoCEv2 multicast is IP multicast (udp_multicast.cc): the first QP of this
-  // process in the group `mgid` joins the IP group it maps to (as Linux's
-  // rdma_gid2ip: IPv4-mapped or IPv6) on the port's interface, with a socket
-  // of its own bound to the group and the device's UDP port; the last one
-  // leaves it. A datagram to the group reaches every process of the host
+  // RoCEv2 multicast is IP multicast (udp_multicast.cc): join and leave are
+  // called once per QP of this process that enters or leaves the group
+  // `mgid`; the first joins the IP group it maps to (as Linux's rdma_gid2ip:
+  // IPv4-mapped or IPv6) on the port's interface, with a socket of its own
+  // bound to the group and the device's UDP port; the last one leaves it. A datagram to the group reaches every process of the host
   // that joined, each handing it to its own QPs in the group.
   // REQUIRES: started.
   Status join(const uint8_t mgid[16]);
@@ -121,6 +121,7 @@ class UdpFabric final : public transport::Link {
     wire::Gid mgid{};
     size_t endpoint = 0;  // the one whose interface joined
     int fd = -1;
+    uint32_t qps = 0;     // this process's QPs in the group
   };
   void multicast_loop();
   void on_multicast_datagram(const Endpoint& ep, const wire::Gid& mgid, const Peer& from,

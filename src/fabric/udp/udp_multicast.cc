@@ -92,8 +92,11 @@ Status UdpFabric::join(const uint8_t mgid_bytes[16]) {
     if (endpoints_[i].version == version) endpoint = i;
   if (endpoint == endpoints_.size()) return Status::error(EINVAL);
   std::lock_guard lock(mcast_mu_);
-  for (const McastSocket& m : mcast_)
-    if (m.mgid == mgid) return Status::ok();
+  for (McastSocket& m : mcast_) {
+    if (m.mgid != mgid) continue;
+    ++m.qps;
+    return Status::ok();
+  }
   if (mcast_wake_ < 0) {
     mcast_wake_ = eventfd(0, EFD_CLOEXEC | EFD_NONBLOCK);
     if (mcast_wake_ < 0) return Status::error(errno);
@@ -105,7 +108,7 @@ Status UdpFabric::join(const uint8_t mgid_bytes[16]) {
            addr_text(mgid, version).c_str(), std::strerror(-fd));
     return Status::error(-fd);
   }
-  mcast_.push_back({mgid, endpoint, fd});
+  mcast_.push_back({mgid, endpoint, fd, 1});
   const uint64_t one = 1;
   if (write(mcast_wake_, &one, sizeof one) < 0) {
   }  // already signalled: the counter is full
@@ -118,6 +121,7 @@ void UdpFabric::leave(const uint8_t mgid_bytes[16]) {
   std::lock_guard lock(mcast_mu_);
   for (size_t i = 0; i < mcast_.size(); ++i) {
     if (mcast_[i].mgid != mgid) continue;
+    if (--mcast_[i].qps != 0) return;
     drop_membership(mcast_[i].fd, mgid, endpoints_[mcast_[i].endpoint].gid);
     mcast_closing_.push_back(mcast_[i].fd);
     mcast_.erase(mcast_.begin() + static_cast<ptrdiff_t>(i));

@@ -255,6 +255,22 @@ TEST(Mcast, OnlyAttachedQpsReceiveAndSelfLoopbackCanBeBlocked) {
     ASSERT_TRUE(poll_one(looped->recv_cq(), &wc, scaled(kOpTimeout), "at the member left"));
     expect_datagram(wc, 5, looped->qpn(), outside->qpn(), buf->data(), 64, 0x5E21, ep->port, mgid);
     EXPECT_TRUE(expect_no_completion(cq.get(), Millis(200), "at the QP that left"));
+
+    // InfiniBand: by MLID alone, without a GRH (IBA 10.5.2.5: the switch
+    // replicates by DLID); the receive still says which group (its MGID).
+    if (!ep->port.roce()) {
+      ibv_ah_attr by_lid{};
+      by_lid.dlid = kMlid;
+      by_lid.port_num = kPort;
+      AhPtr lid_ah(ibv_create_ah(ep->pd.get(), &by_lid));
+      ASSERT_NE(nullptr, lid_ah) << errno_name(errno);
+      ASSERT_TRUE(post_recv(*looped, 6, {buf->sge(0, 4096)}));
+      fill_pattern(src->data(), 64, 0x5E22);
+      Wr by_mlid = group_send(10, src->sge(0, 64), lid_ah.get());
+      ASSERT_TRUE(run_wr(*outside, by_mlid));
+      ASSERT_TRUE(poll_one(looped->recv_cq(), &wc, scaled(kOpTimeout), "by MLID"));
+      expect_datagram(wc, 6, looped->qpn(), outside->qpn(), buf->data(), 64, 0x5E22, ep->port, mgid);
+    }
   });
 }
 

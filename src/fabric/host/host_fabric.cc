@@ -114,11 +114,16 @@ bool multicast_key(const ibv_ah_attr& ah, uint32_t dest_qpn, McastKey* key) {
 // A copy of `req` to each QP attached to the group, in whichever process of
 // this host: each its own datagram, as the switch's replicas would be. A QP
 // created with IBV_QP_CREATE_BLOCK_SELF_MCAST_LB does not get its own. A
-// datagram without a GRH gets one naming the group's MGID (`grh` filled
-// but for the DGID), so every member sees the group it came through.
+// datagram without a GRH (addressed by MLID) gets one naming the group's
+// MGID, so every member sees the group it came through.
 [[gnu::noinline]] void deliver_multicast(transport::SendSide& s, transport::Request& req, const McastKey& key,
-                                         std::span<uint8_t, wire::kUdGrhBytes> grh, const wire::UdGrhFields& fields) {
+                                         const ibv_ah_attr& ah) {
   shm::Segment& seg = *s.qp.seg;
+  uint8_t grh[wire::kUdGrhBytes];
+  wire::UdGrhFields fields;
+  fields.sgid = own_gid(seg, ah.grh.sgid_index);
+  fields.hop_limit = ah.grh.hop_limit;
+  fields.ib_length = 12 + 8 + req.payload.bytes + 4;  // BTH, DETH, payload, ICRC
   shm::QpCounters& counts = s.qp.shared->counters;
   const bool block_self = s.qp.shared->block_self_mcast != 0;
   shm::for_each_mcast_member(seg, key.mgid, key.mlid, [&](const shm::SharedMcastGroup& group, uint32_t qpn) {
@@ -132,7 +137,7 @@ bool multicast_key(const ibv_ah_attr& ah, uint32_t dest_qpn, McastKey* key) {
       wire::UdGrhFields f = fields;
       std::memcpy(f.dgid.data(), group.mgid, 16);
       wire::write_ib_grh(grh, f);
-      req.grh = grh.data();
+      req.grh = grh;
       req.with_grh = true;
     }
     req.dest_qpn = qpn;  // the responder takes the datagram as its own
@@ -248,20 +253,18 @@ ibv_wc_status HostFabric::transmit(transport::SendSide& s, transport::SendWqe& w
   req.compare_add = w.compare_add;
   req.swap = w.swap;
   uint8_t grh[wire::kUdGrhBytes];
-  wire::UdGrhFields f;
   if (ud) {
     // IBA 10.2.4: a WR Q_Key with its high bit set means the QP's own.
     req.qkey = (w.remote_qkey & 0x80000000u) ? s.qp.shared->qkey : w.remote_qkey;
     req.with_grh = ah.is_global != 0;
-    if (req.with_grh || multicast) {
+    if (req.with_grh) {
+      wire::UdGrhFields f;
       f.sgid = own_gid(seg, ah.grh.sgid_index);
       std::memcpy(f.dgid.data(), ah.grh.dgid.raw, 16);
       f.traffic_class = ah.grh.traffic_class;
       f.flow_label = ah.grh.flow_label;
       f.hop_limit = ah.grh.hop_limit;
       f.ib_length = 12 + 8 + w.length + 4;  // BTH, DETH, payload, ICRC
-    }
-    if (req.with_grh) {
       if (port().roce)
         wire::write_roce_grh(grh, f);
       else
@@ -286,7 +289,7 @@ ibv_wc_status HostFabric::transmit(transport::SendSide& s, transport::SendWqe& w
     return IBV_WC_SUCCESS;  // never arrived: the requester's timer decides
   }
   if (multicast) {
-    deliver_multicast(s, req, mcast, grh, f);
+    deliver_multicast(s, req, mcast, ah);
     return IBV_WC_SUCCESS;  // UD: complete once sent
   }
 

@@ -45,7 +45,9 @@ Result<uint32_t> claim_qp_slot(shm::Segment& seg) {
     if (q.slot_state.load(std::memory_order_relaxed) != static_cast<uint32_t>(shm::SlotState::kFree)) continue;
     // Reset under the lock: a reset outside it would pass through kFree and
     // let another process claim the same slot.
-    const uint32_t gen = ((q.qpn >> kQpnGenShift) + 1) & kQpnGenMask;
+    uint32_t gen = ((q.qpn >> kQpnGenShift) + 1) & kQpnGenMask;
+    // IBA 10.5.2.5: QPN 0xFFFFFF is every multicast datagram's DestQP.
+    if (((gen << kQpnGenShift) | slot) == 0xffffff) gen = 0;
     new (&q) shm::SharedQp();
     q.qpn = (gen << kQpnGenShift) | slot;
     q.slot_state.store(static_cast<uint32_t>(shm::SlotState::kDead), std::memory_order_relaxed);

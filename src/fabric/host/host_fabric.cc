@@ -95,8 +95,9 @@ void note_path(transport::SendSide& s, const PeerMemory& mem) {
   if (s.qp.shared->host_path != path) s.qp.shared->host_path = path;  // a store per message would dirty the line
 }
 
-// IBA 10.5.2.5: a UD datagram to DestQP 0xFFFFFF whose address names a
-// multicast group (its MGID, or without a GRH its MLID): the group, else nullptr.
+// IBA 10.5.2.5: whether a UD datagram goes to a multicast group: DestQP
+// 0xFFFFFF and an address naming a group, by its MGID, or on InfiniBand
+// without a GRH by its MLID (*key: which).
 struct McastKey {
   const uint8_t* mgid = nullptr;  // by MGID when set, else by `mlid`
   uint16_t mlid = 0;

@@ -91,7 +91,6 @@ uint16_t bound_port(int fd) {
                                        : reinterpret_cast<sockaddr_in6*>(&sa)->sin6_port);
 }
 
-
 }  // namespace
 
 Status UdpFabric::start(DeviceHost& host, const std::vector<wire::Gid>& gids, uint16_t port,

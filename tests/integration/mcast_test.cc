@@ -291,6 +291,7 @@ TEST(Mcast, AttachAndDetachErrorsAndLimits) {
     // Only UD QPs; only multicast GIDs; on InfiniBand only multicast LIDs.
     EXPECT_EQ(EINVAL, ibv_attach_mcast(rc->get(), &mgid, kMlid));
     EXPECT_EQ(EINVAL, ibv_attach_mcast(ud->get(), &ep->port.gid, kMlid));
+    EXPECT_EQ(EINVAL, ibv_attach_mcast(ud->get(), nullptr, kMlid));
     if (!ep->port.roce()) {
       EXPECT_EQ(EINVAL, ibv_attach_mcast(ud->get(), &mgid, 0x12));
       EXPECT_EQ(EINVAL, ibv_attach_mcast(ud->get(), &mgid, 0xffff));

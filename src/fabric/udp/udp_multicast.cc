@@ -80,6 +80,13 @@ void drop_membership(int fd, const wire::Gid& mgid, const wire::Gid& local) {
   }
 }
 
+// The multicast thread's set of groups changed. An eventfd write fails only
+// when its counter is full, which wakes the thread just as well.
+void wake(int fd) {
+  const uint64_t one = 1;
+  [[maybe_unused]] const ssize_t n = write(fd, &one, sizeof one);
+}
+
 }  // namespace
 
 Status UdpFabric::join(const uint8_t mgid_bytes[16]) {
@@ -109,9 +116,7 @@ Status UdpFabric::join(const uint8_t mgid_bytes[16]) {
     return Status::error(-fd);
   }
   mcast_.push_back({mgid, endpoint, fd, 1});
-  const uint64_t one = 1;
-  if (write(mcast_wake_, &one, sizeof one) < 0) {
-  }  // already signalled: the counter is full
+  wake(mcast_wake_);
   return Status::ok();
 }
 
@@ -125,9 +130,7 @@ void UdpFabric::leave(const uint8_t mgid_bytes[16]) {
     drop_membership(mcast_[i].fd, mgid, endpoints_[mcast_[i].endpoint].gid);
     mcast_closing_.push_back(mcast_[i].fd);
     mcast_.erase(mcast_.begin() + static_cast<ptrdiff_t>(i));
-    const uint64_t one = 1;
-    if (write(mcast_wake_, &one, sizeof one) < 0) {
-    }  // already signalled
+    wake(mcast_wake_);
     return;
   }
 }
@@ -150,9 +153,10 @@ void UdpFabric::multicast_loop() {
       SV_LOG(kError, "RoCE: waiting for multicast failed: %s", std::strerror(errno));
       return;
     }
-    uint64_t count;
-    if ((ready[0].revents & POLLIN) != 0 && read(mcast_wake_, &count, sizeof count) < 0) {
-    }  // raced with another reader: nothing to do
+    if ((ready[0].revents & POLLIN) != 0) {
+      uint64_t count;
+      [[maybe_unused]] const ssize_t n = read(mcast_wake_, &count, sizeof count);  // resets the counter
+    }
     for (size_t i = 0; i < groups.size(); ++i) {
       if ((ready[i + 1].revents & POLLIN) == 0) continue;
       const McastSocket& g = groups[i];

@@ -37,6 +37,18 @@ Result<transport::Link*> link_for(DeviceHost& device, const ibv_ah_attr& ah, uin
   return &udp;
 }
 
+Status join_multicast(DeviceHost& device, const uint8_t mgid[16]) {
+  const PortSetup& config = port();
+  if (!config.roce) return Status::ok();
+  udp::UdpFabric& udp = udp::udp_fabric();
+  SV_RETURN_IF_ERROR(udp.start(device, config.gids, config.udp_port, host::host_fabric()));
+  return udp.join(mgid);
+}
+
+void leave_multicast(const uint8_t mgid[16]) {
+  if (port().roce) udp::udp_fabric().leave(mgid);
+}
+
 RegionExport export_region(uint64_t addr, uint64_t length) { return host::acquire_backing(addr, length); }
 void unexport_region(const RegionExport& region) { host::release_backing(region); }
 void quiesce_local_access() {

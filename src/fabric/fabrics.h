@@ -42,6 +42,15 @@ const PortSetup& port();
 // takes the UDP link, which hands datagrams for this host to the host link.
 Result<transport::Link*> link_for(DeviceHost& device, const ibv_ah_attr& ah, uint8_t qp_type);
 
+// ibv_attach_mcast: a QP of this process joined the group `mgid`. On a RoCE
+// port the UDP fabric (started if need be) counts the process's QPs in each
+// group and joins the IP multicast group the MGID maps to with the first;
+// on InfiniBand nothing is needed (the host link finds the group's QPs in
+// the segment).
+Status join_multicast(DeviceHost& device, const uint8_t mgid[16]);
+// One of them left it (detached or destroyed); the last leaves the IP group.
+void leave_multicast(const uint8_t mgid[16]);
+
 // Where peers can reach a registered region's pages, as the fabrics keep it
 // for the MR's lifetime (the shared MR entry publishes it: shm::SharedMr's
 // map_* fields).

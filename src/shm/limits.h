@@ -23,6 +23,11 @@ inline constexpr uint32_t kMaxRdAtomic = 16;  // also the depth of the atomic re
 inline constexpr uint64_t kMaxMrSize = 1ull << 40;
 inline constexpr uint32_t kMaxMsgSize = 1u << 31;
 
+// Multicast (ibv_attach_mcast): groups of the port, and QPs in each; the
+// total is their product (max_total_mcast_qp_attach).
+inline constexpr uint32_t kMaxMcastGroups = 128;
+inline constexpr uint32_t kMaxMcastQpAttach = 56;
+
 inline constexpr uint32_t kBounceSlots = 4;
 inline constexpr uint32_t kBounceBytes = 64 * 1024;
 

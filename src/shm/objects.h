@@ -220,7 +220,7 @@ struct alignas(64) SharedQp {
   std::atomic<uint8_t> min_rnr_timer;
   uint8_t max_dest_rd_atomic;
   uint8_t sq_sig_all;
-  uint8_t reserved0;
+  uint8_t block_self_mcast;          // IBV_QP_CREATE_BLOCK_SELF_MCAST_LB
   std::atomic<uint32_t> access_flags;  // qp_access_flags
   uint32_t pd_id;
   uint32_t dest_qpn;
@@ -314,6 +314,19 @@ struct alignas(64) SharedMr {
   uint64_t map_dev;
 };
 
+// A multicast group of the port (IBA 10.5.2.5, ibv_attach_mcast): the QPs
+// attached to it. Written under SegmentHeader::control (invariant 1): the
+// MGID and MLID before `members` turns nonzero (release), each QPN entry by
+// one store. Senders read it without a lock: `members` (acquire), the key,
+// then each entry; a QPN names its generation, so an entry left by a QP that
+// is gone reaches nothing (qp_slot_of) and is reclaimed by the next attach.
+struct alignas(64) SharedMcastGroup {
+  std::atomic<uint32_t> members;  // QPN entries in use; 0 = the group is free
+  uint16_t mlid;
+  uint16_t reserved;
+  uint8_t mgid[16];
+  std::atomic<uint32_t> qpn[kMaxMcastQpAttach];  // 0 = empty entry
+};
 
 struct alignas(4096) SegmentHeader {
   std::atomic<uint64_t> magic;  // stored last by the creator

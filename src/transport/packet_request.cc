@@ -5,6 +5,8 @@
 
 #include <algorithm>
 
+#include "shm/mcast_groups.h"
+
 namespace softverbs::transport {
 namespace {
 
@@ -41,7 +43,9 @@ PacketVerdict request_from_packet(const wire::PacketView& v, const shm::SharedQp
   req.has_imm = info.any(OpFlag::kImmediate);
   req.solicited = bth.solicited;
   req.psn = bth.psn.value();
-  req.dest_qpn = bth.dest_qp;
+  // IBA 10.5.2.5: a multicast datagram (DestQP 0xFFFFFF) is each attached
+  // QP's own; the fabric hands it to them one by one.
+  req.dest_qpn = ud && bth.dest_qp == shm::kMulticastQpn ? qp.qpn : bth.dest_qp;
   req.src_qpn = qp.dest_qpn;
   req.payload = {iov, 1, v.payload_length()};
   if (v.has(wire::Header::kReth)) {

@@ -38,9 +38,9 @@ void fill_device_attr(const shm::Segment& seg, ibv_device_attr* a) {
   a->max_mw = 0;
   a->max_raw_ipv6_qp = 0;
   a->max_raw_ethy_qp = 0;
-  a->max_mcast_grp = 0;
-  a->max_mcast_qp_attach = 0;
-  a->max_total_mcast_qp_attach = 0;
+  a->max_mcast_grp = shm::kMaxMcastGroups;
+  a->max_mcast_qp_attach = shm::kMaxMcastQpAttach;
+  a->max_total_mcast_qp_attach = shm::kMaxMcastGroups * shm::kMaxMcastQpAttach;
   a->max_ah = 1 << 20;
   a->max_fmr = 0;
   a->max_map_per_fmr = 0;

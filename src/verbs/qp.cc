@@ -46,7 +46,9 @@ Result<uint32_t> claim_qp_slot(shm::Segment& seg) {
     if (q.slot_state.load(std::memory_order_relaxed) != static_cast<uint32_t>(shm::SlotState::kFree)) continue;
     // Reset under the lock: a reset outside it would pass through kFree and
     // let another process claim the same slot.
-    const uint32_t gen = ((q.qpn >> kQpnGenShift) + 1) & kQpnGenMask;
+    uint32_t gen = ((q.qpn >> kQpnGenShift) + 1) & kQpnGenMask;
+    // IBA 10.5.2.5: QPN 0xFFFFFF is every multicast datagram's DestQP.
+    if (((gen << kQpnGenShift) | slot) == 0xffffff) gen = 0;
     new (&q) shm::SharedQp();
     q.qpn = (gen << kQpnGenShift) | slot;
     q.slot_state.store(static_cast<uint32_t>(shm::SlotState::kDead), std::memory_order_relaxed);
@@ -74,7 +76,12 @@ Result<Qp*> Qp::create(Context* ctx, ibv_qp_init_attr_ex* a) {
   if (a == nullptr) return Status::error(EINVAL);
   constexpr uint32_t kKnownMask = IBV_QP_INIT_ATTR_PD | IBV_QP_INIT_ATTR_SEND_OPS_FLAGS | IBV_QP_INIT_ATTR_CREATE_FLAGS;
   if ((a->comp_mask & ~kKnownMask) != 0) return Status::error(EOPNOTSUPP);
-  if ((a->comp_mask & IBV_QP_INIT_ATTR_CREATE_FLAGS) && a->create_flags != 0) return Status::error(EOPNOTSUPP);
+  // Of the creation flags only the one that keeps a UD QP's multicasts from
+  // itself (as mlx5 does; without it a QP attached to the group receives its
+  // own sends, as on mlx4/mlx5 by default).
+  const uint32_t create_flags = (a->comp_mask & IBV_QP_INIT_ATTR_CREATE_FLAGS) ? a->create_flags : 0;
+  if ((create_flags & ~IBV_QP_CREATE_BLOCK_SELF_MCAST_LB) != 0 || (create_flags != 0 && a->qp_type != IBV_QPT_UD))
+    return Status::error(EOPNOTSUPP);
   if (!(a->comp_mask & IBV_QP_INIT_ATTR_PD) || a->pd == nullptr || a->pd->context != ctx->ibv())
     return Status::error(EINVAL);
   if (a->qp_type != IBV_QPT_RC && a->qp_type != IBV_QPT_UC && a->qp_type != IBV_QPT_UD)
@@ -171,6 +178,7 @@ Result<Qp*> Qp::create(Context* ctx, ibv_qp_init_attr_ex* a) {
   s.recv_cq = qp->recv_cq_->slot();
   s.send_cq = qp->send_cq_->slot();
   s.sq_sig_all = a->sq_sig_all != 0;
+  s.block_self_mcast = (create_flags & IBV_QP_CREATE_BLOCK_SELF_MCAST_LB) != 0;
   s.srq = srq != nullptr ? srq->slot() + 1 : 0;
   s.rq.ring = ring;
   s.rq.capacity = rq_capacity;
@@ -711,6 +719,7 @@ Status Qp::destroy() {
     shared_->state.store(IBV_QPS_ERR, std::memory_order_release);
     shm::fold_port_share(shared_->counters, dev.port_counters());
   }
+  detach_all_mcast();  // ibv_destroy_qp leaves the QP's groups, as the kernel's uverbs does
   shm::mark_dead(dev.seg(), *shared_, now_ns());
   send_cq_->users().fetch_sub(1);
   recv_cq_->users().fetch_sub(1);

@@ -42,6 +42,9 @@ class Qp {
   int post_send(ibv_send_wr* wr, ibv_send_wr** bad);
   int post_recv(ibv_recv_wr* wr, ibv_recv_wr** bad);
   Status destroy();
+  // ibv_attach_mcast / ibv_detach_mcast (qp_mcast.cc).
+  Status attach_mcast(const ibv_gid* gid, uint16_t lid);
+  Status detach_mcast(const ibv_gid* gid, uint16_t lid);
 
   // Service thread, registry lock held.
   void on_timer();
@@ -76,6 +79,8 @@ class Qp {
   // Before the lock: takes the line the WR will land in (see qp.cc).
   void prefetch_landing(const ibv_send_wr& wr);
   void enter_error_locked();
+  // Destroy: out of every multicast group it is in.
+  void detach_all_mcast();
   void raise_event(ibv_event_type type);
 
   ibv_qp_ex ex_{};  // first: ibv_qp* and ibv_qp_ex* are this object

@@ -4,7 +4,10 @@
 # result row the client prints has a non-zero figure.
 #   perftest.sh <dir of libibverbs.so.1> <tool> [perftest options...]
 # The options go to both ends as given: the caller chooses the count (-n) or
-# the duration (-D).
+# the duration (-D). SOFTVERBS_PERFTEST_ROCE_PORT=<udp port>: on
+# softverbs_roce0 instead, both ends on 127.0.0.1 (perftest's multicast needs
+# it: on an InfiniBand port it registers the group with the SM through
+# libibumad, which softverbs0 has not).
 set -euo pipefail
 lib=$1
 tool=$2
@@ -32,7 +35,12 @@ command -v "$tool" >/dev/null || { echo "SKIP: $tool is not installed (Debian pa
 # A TCP port for the rendezvous that nothing listens on.
 port=$(( 30000 + $$ % 15000 ))
 while [ -n "$(ss -Hltn "( sport = :$port )" 2>/dev/null)" ]; do port=$((port + 1)); done
-common=(-d softverbs0 -p "$port" "$@")
+device=softverbs0
+if [ -n "${SOFTVERBS_PERFTEST_ROCE_PORT:-}" ]; then
+  export SOFTVERBS_ROCE_ADDR=127.0.0.1 SOFTVERBS_ROCE_PORT=$SOFTVERBS_PERFTEST_ROCE_PORT
+  device=softverbs_roce0
+fi
+common=(-d "$device" -p "$port" "$@")
 
 timeout 120 "$tool" "${common[@]}" >"$work/server.out" 2>&1 &
 server=$!

@@ -76,6 +76,8 @@ TEST(BadInput, NullArguments) {
     EXPECT_NE(0, ibv_query_device(nullptr, &dev));
     ibv_gid gid{};
     EXPECT_NE(0, ibv_query_gid(nullptr, kPort, 0, &gid));
+    EXPECT_EQ(EINVAL, ibv_attach_mcast(nullptr, &gid, 0xc001));
+    EXPECT_EQ(EINVAL, ibv_detach_mcast(nullptr, &gid, 0xc001));
     __be16 pkey = 0;
     EXPECT_NE(0, ibv_query_pkey(nullptr, kPort, 0, &pkey));
     ibv_cq* cq = nullptr;

@@ -13,6 +13,10 @@
 #     that goes back is a go-back-N retransmission (after a loss, or an ACK
 #     timeout on a loaded machine), reported with the kernel's drop count but
 #     allowed, as the spec allows it;
+#   - UD multicast (ib_send_bw -c UD -g to an IPv4-mapped MGID): every
+#     datagram goes to DestQP 0xFFFFFF at the group's IP address and the
+#     Ethernet address IPv4 multicast maps it to (RFC 1112: 01:00:5e and
+#     its low 23 bits), as from a RoCE NIC;
 #   - icrc_check.py recomputes every ICRC independently of src/wire/icrc*.
 #   capture.sh <dir of libibverbs.so.1>   (CAPTURE_KEEP=<dir> keeps the pcaps)
 #   capture.sh --check <pcap>...          only the checks, on these captures
@@ -21,7 +25,7 @@ set -euo pipefail
 here=$(cd "$(dirname "$0")" && pwd)
 [ $# -ge 1 ] || { echo "usage: $0 <dir of libibverbs.so.1> | --check <pcap>..." >&2; exit 2; }
 if [ "$1" = --check ]; then shift; captures=("$@"); tools=(tshark)
-else lib=$1; captures=(); tools=(dumpcap tshark ibv_rc_pingpong ib_write_bw ib_read_bw ib_atomic_bw); fi
+else lib=$1; captures=(); tools=(dumpcap tshark ibv_rc_pingpong ib_write_bw ib_read_bw ib_atomic_bw ib_send_bw); fi
 for tool in "${tools[@]}"; do
   command -v "$tool" > /dev/null || { echo "SKIP: $tool is not installed (scripts/deps.sh)"; exit 77; }
 done
@@ -142,6 +146,8 @@ if [ -n "${lib:-}" ]; then
   run ib_read_bw "$ADDR_A" "$ADDR_B" "$ADDR_A" ib_read_bw "${pt[@]}" -s 4096
   run ib_atomic_bw-fadd "$ADDR_A" "$ADDR_B" "$ADDR_A" ib_atomic_bw "${pt[@]}" -A FETCH_AND_ADD
   run ib_atomic_bw-cas "$ADDR_A" "$ADDR_B" "$ADDR_A" ib_atomic_bw "${pt[@]}" -A CMP_AND_SWAP
+  run ib_send_bw-ud-mcast "$ADDR_A" "$ADDR_B" "$ADDR_A" ib_send_bw "${pt[@]}" -c UD -g -s 512 \
+    -M 0:0:0:0:0:0:0:0:0:0:255:255:239:1:130:7
   drops=$(( $(udp_drops) - drops_before ))
   echo "UDP datagrams the kernel dropped during the runs: $drops"
 else
@@ -174,6 +180,13 @@ for pcap in "${captures[@]}"; do
     ts -r "$pcap" -q -z expert,warn | head -40; fail=1
   fi
   while read -r op; do seen[$op]=1; done < <(awk -F '\t' '$4 != "" { print $4 }' "$work/fields.txt" | sort -u)
+  if [[ $name == *mcast* ]]; then
+    # The group ::ffff:239.1.130.7: IP 239.1.130.7, MAC 01:00:5e:01:82:07.
+    wrong=$(ts -r "$pcap" -T fields -E separator=/t -e eth.dst -e ip.dst -e infiniband.bth.destqp \
+              -e infiniband.deth.srcqp | awk -F '\t' '$1 != "01:00:5e:01:82:07" || $2 != "239.1.130.7" ||
+                                                    $3 != "0xffffff" || $4 == ""' | head -5)
+    [ -z "$wrong" ] || { echo "FAIL: $name: not to the group (eth dst, ip dst, dest QP, DETH src QP):"; echo "$wrong"; fail=1; }
+  fi
 
   # PSNs, per direction and destination QP (fields: ip src, ip dst, dest QP,
   # opcode, PSN, DMA length).
@@ -209,17 +222,17 @@ for pcap in "${captures[@]}"; do
   fi
 done
 
-# Opcodes (IBA table 38, RC): each must appear somewhere in the captures.
+# Opcodes (IBA table 38, RC and UD): each must appear somewhere in the captures.
 declare -A want=([0]="SEND FIRST" [1]="SEND MIDDLE" [2]="SEND LAST" [4]="SEND ONLY"
   [6]="RDMA WRITE FIRST" [7]="RDMA WRITE MIDDLE" [8]="RDMA WRITE LAST" [12]="RDMA READ REQUEST"
   [13]="RDMA READ RESPONSE FIRST" [14]="RDMA READ RESPONSE MIDDLE" [15]="RDMA READ RESPONSE LAST"
-  [17]="ACKNOWLEDGE" [18]="ATOMIC ACKNOWLEDGE" [19]="COMPARE SWAP" [20]="FETCH ADD")
+  [17]="ACKNOWLEDGE" [18]="ATOMIC ACKNOWLEDGE" [19]="COMPARE SWAP" [20]="FETCH ADD" [100]="UD SEND ONLY")
 for op in $(printf '%s\n' "${!want[@]}" | sort -n); do
   if [ -n "${seen[$op]:-}" ]; then echo "opcode $op (${want[$op]}): seen"
   else echo "FAIL: opcode $op (${want[$op]}) not in the captures"; fail=1; fi
 done
 for op in "${!seen[@]}"; do
-  [ "$op" -le 31 ] || { echo "FAIL: opcode $op is not an RC opcode"; fail=1; }
+  [ "$op" -le 31 ] || [ "$op" -eq 100 ] || { echo "FAIL: opcode $op is neither RC nor UD SEND ONLY"; fail=1; }
 done
 echo "opcodes seen: $(printf '%s\n' "${!seen[@]}" | sort -n | tr '\n' ' ')"
 echo "$total RoCEv2 packets in ${#captures[@]} captures"

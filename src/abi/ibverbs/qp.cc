@@ -70,5 +70,12 @@ SV_EXPORT int ibv_query_qp_data_in_order(ibv_qp* qp, ibv_wr_opcode op, uint32_t 
   return 1;
 }
 
-SV_EXPORT int ibv_attach_mcast(ibv_qp*, const ibv_gid*, uint16_t) { return softverbs::abi::unsupported(__func__); }
-SV_EXPORT int ibv_detach_mcast(ibv_qp*, const ibv_gid*, uint16_t) { return softverbs::abi::unsupported(__func__); }
+SV_EXPORT int ibv_attach_mcast(ibv_qp* qp, const ibv_gid* gid, uint16_t lid) {
+  if (qp == nullptr) return EINVAL;
+  return Qp::from(qp)->attach_mcast(gid, lid).code();
+}
+
+SV_EXPORT int ibv_detach_mcast(ibv_qp* qp, const ibv_gid* gid, uint16_t lid) {
+  if (qp == nullptr) return EINVAL;
+  return Qp::from(qp)->detach_mcast(gid, lid).code();
+}

@@ -6,6 +6,7 @@
 #include "fabric/host/host_faults.h"
 #include "fabric/host/peer_memory.h"
 #include "fabric/fabrics.h"
+#include "shm/mcast_groups.h"
 #include "shm/process_registry.h"
 #include "shm/rings.h"
 #include "transport/completer.h"
@@ -94,6 +95,63 @@ void note_path(transport::SendSide& s, const PeerMemory& mem) {
   if (s.qp.shared->host_path != path) s.qp.shared->host_path = path;  // a store per message would dirty the line
 }
 
+// IBA 10.5.2.5: whether a UD datagram goes to a multicast group: DestQP
+// 0xFFFFFF and an address naming a group, by its MGID, or on InfiniBand
+// without a GRH by its MLID (*key: which).
+struct McastKey {
+  const uint8_t* mgid = nullptr;  // by MGID when set, else by `mlid`
+  uint16_t mlid = 0;
+};
+bool multicast_key(const ibv_ah_attr& ah, uint32_t dest_qpn, McastKey* key) {
+  if (dest_qpn != shm::kMulticastQpn || ah.port_num != 1) return false;
+  if (ah.is_global && shm::is_multicast_gid(ah.grh.dgid.raw)) {
+    key->mgid = ah.grh.dgid.raw;
+    return true;
+  }
+  key->mlid = ah.dlid;
+  return !port().roce && shm::is_multicast_lid(ah.dlid);
+}
+
+// A copy of `req` to each QP attached to the group, in whichever process of
+// this host: each its own datagram, as the switch's replicas would be. A QP
+// created with IBV_QP_CREATE_BLOCK_SELF_MCAST_LB does not get its own. A
+// datagram without a GRH (addressed by MLID) gets one naming the group's
+// MGID, so every member sees the group it came through.
+[[gnu::noinline]] void deliver_multicast(transport::SendSide& s, transport::Request& req, const McastKey& key,
+                                         const ibv_ah_attr& ah) {
+  shm::Segment& seg = *s.qp.seg;
+  uint8_t grh[wire::kUdGrhBytes];
+  wire::UdGrhFields fields;
+  fields.sgid = own_gid(seg, ah.grh.sgid_index);
+  fields.hop_limit = ah.grh.hop_limit;
+  fields.ib_length = 12 + 8 + req.payload.bytes + 4;  // BTH, DETH, payload, ICRC
+  shm::QpCounters& counts = s.qp.shared->counters;
+  const bool block_self = s.qp.shared->block_self_mcast != 0;
+  shm::for_each_mcast_member(seg, key.mgid, key.mlid, [&](const shm::SharedMcastGroup& group, uint32_t qpn) {
+    if (qpn == s.qp.qpn && block_self) return;
+    const int slot = transport::qp_slot_of(seg, qpn);
+    if (slot < 0) return;  // gone since it attached
+    const shm::OwnerId owner = seg.qp(static_cast<uint32_t>(slot)).owner;
+    const bool local = owner == s.qp.self;
+    if (!local && !shm::process_alive(seg, owner)) return;
+    if (key.mgid == nullptr) {
+      wire::UdGrhFields f = fields;
+      std::memcpy(f.dgid.data(), group.mgid, 16);
+      wire::write_ib_grh(grh, f);
+      req.grh = grh;
+      req.with_grh = true;
+    }
+    req.dest_qpn = qpn;  // the responder takes the datagram as its own
+    transport::LocalMemory local_mem;
+    PeerMemory peer_mem(seg, owner);
+    transport::TargetMemory& mem = local ? static_cast<transport::TargetMemory&>(local_mem) : peer_mem;
+    shm::add_single_writer(counts.port_rcv_packets, req.packets);
+    shm::add_single_writer(counts.port_rcv_bytes, req.payload.bytes);
+    transport::respond(seg, static_cast<uint32_t>(slot), req, mem, *s.qp.notifier);
+    if (!local) note_path(s, peer_mem);
+  });
+}
+
 }  // namespace
 
 
@@ -171,8 +229,12 @@ ibv_wc_status HostFabric::transmit(transport::SendSide& s, transport::SendWqe& w
     if (s.qp.qp_type == IBV_QPT_RC) report(s, w, ReqKind::kWrite, resp, seg.qp(placed.slot).resp.epsn);
     return IBV_WC_SUCCESS;
   }
+  McastKey mcast;
+  const bool multicast = ud && multicast_key(ah, dest_qpn, &mcast);
   Target target;
-  if (const char* why = route(seg, s, ah, dest_qpn, &target)) {
+  if (multicast) {
+    // Its QPs are found at delivery.
+  } else if (const char* why = route(seg, s, ah, dest_qpn, &target)) {
     SV_LOG_RATELIMITED(kDebug, "QP %#x to QP %#x: %s", s.qp.qpn, dest_qpn, why);
     return IBV_WC_SUCCESS;  // lost on the way: the requester's timer decides
   }
@@ -227,6 +289,10 @@ ibv_wc_status HostFabric::transmit(transport::SendSide& s, transport::SendWqe& w
   if (fault.lose_request) {
     s.qp.notifier->port_counters().faults_dropped.fetch_add(1, std::memory_order_relaxed);
     return IBV_WC_SUCCESS;  // never arrived: the requester's timer decides
+  }
+  if (multicast) {
+    deliver_multicast(s, req, mcast, ah);
+    return IBV_WC_SUCCESS;  // UD: complete once sent
   }
 
   transport::LocalMemory local_mem;

@@ -13,50 +13,13 @@
 #include <memory>
 
 #include "fabric/fabrics.h"
+#include "fabric/udp/sockaddr.h"
 #include "transport/responder.h"
 #include "util/log.h"
 #include "wire/icrc.h"
 
 namespace softverbs::fabric::udp {
 namespace {
-
-bool is_v4_mapped(const wire::Gid& g) {
-  static constexpr uint8_t kPrefix[12] = {0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0xff, 0xff};
-  return std::memcmp(g.data(), kPrefix, 12) == 0;
-}
-
-socklen_t to_sockaddr(const wire::Gid& g, uint16_t port, sockaddr_storage* out) {
-  std::memset(out, 0, sizeof *out);
-  if (is_v4_mapped(g)) {
-    auto* a = reinterpret_cast<sockaddr_in*>(out);
-    a->sin_family = AF_INET;
-    a->sin_port = htons(port);
-    std::memcpy(&a->sin_addr, g.data() + 12, 4);
-    return sizeof *a;
-  }
-  auto* a = reinterpret_cast<sockaddr_in6*>(out);
-  a->sin6_family = AF_INET6;
-  a->sin6_port = htons(port);
-  std::memcpy(&a->sin6_addr, g.data(), 16);
-  return sizeof *a;
-}
-
-bool from_sockaddr(const sockaddr_storage& s, wire::Gid* gid, uint16_t* port) {
-  if (s.ss_family == AF_INET) {
-    const auto* a = reinterpret_cast<const sockaddr_in*>(&s);
-    const auto* b = reinterpret_cast<const uint8_t*>(&a->sin_addr);
-    *gid = wire::gid_from_ipv4(b[0], b[1], b[2], b[3]);
-    *port = ntohs(a->sin_port);
-    return true;
-  }
-  if (s.ss_family == AF_INET6) {
-    const auto* a = reinterpret_cast<const sockaddr_in6*>(&s);
-    std::memcpy(gid->data(), &a->sin6_addr, 16);
-    *port = ntohs(a->sin6_port);
-    return true;
-  }
-  return false;
-}
 
 uint32_t load_le32(const uint8_t* p) {
   return uint32_t{p[0]} | uint32_t{p[1]} << 8 | uint32_t{p[2]} << 16 | uint32_t{p[3]} << 24;
@@ -89,6 +52,16 @@ int open_roce_socket(const wire::Gid& gid, wire::IpVersion version, uint16_t por
     setsockopt(fd, IPPROTO_IPV6, IPV6_MTU_DISCOVER, &pmtu, sizeof pmtu);
     setsockopt(fd, IPPROTO_IPV6, IPV6_V6ONLY, &on, sizeof on);
   }
+  // Multicast (a UD datagram to a group's MGID) leaves on the port's
+  // interface, whatever the routes say, as from a NIC.
+  if (version == wire::IpVersion::kV4) {
+    in_addr local;
+    std::memcpy(&local, gid.data() + 12, 4);
+    setsockopt(fd, IPPROTO_IP, IP_MULTICAST_IF, &local, sizeof local);
+  } else {
+    const int ifindex = static_cast<int>(interface_of(gid));
+    if (ifindex != 0) setsockopt(fd, IPPROTO_IPV6, IPV6_MULTICAST_IF, &ifindex, sizeof ifindex);
+  }
   // Bursts of a window of requests arrive at once: room for them.
   // net.core.rmem_max caps SO_RCVBUF (200 KiB by default); with
   // CAP_NET_ADMIN the FORCE variants pass the cap.
@@ -116,13 +89,6 @@ uint16_t bound_port(int fd) {
   if (getsockname(fd, reinterpret_cast<sockaddr*>(&sa), &len) != 0) return 0;
   return ntohs(sa.ss_family == AF_INET ? reinterpret_cast<sockaddr_in*>(&sa)->sin_port
                                        : reinterpret_cast<sockaddr_in6*>(&sa)->sin6_port);
-}
-
-std::string addr_text(const wire::Gid& gid, wire::IpVersion v) {
-  char text[INET6_ADDRSTRLEN] = "?";
-  inet_ntop(v == wire::IpVersion::kV4 ? AF_INET : AF_INET6, v == wire::IpVersion::kV4 ? gid.data() + 12 : gid.data(),
-            text, sizeof text);
-  return text;
 }
 
 }  // namespace
@@ -314,11 +280,11 @@ bool UdpFabric::receive_now() {
   return handled;
 }
 
-bool UdpFabric::icrc_ok(const Endpoint& ep, const Peer& from, std::span<const uint8_t> ib) const {
+bool UdpFabric::icrc_ok(const Endpoint& ep, const wire::Gid& to, const Peer& from, std::span<const uint8_t> ib) const {
   wire::RoceUdpHeader h;
   h.version = ep.version;
   h.src = from.gid;
-  h.dst = ep.gid;
+  h.dst = to;
   h.src_port = from.port;
   h.dst_port = dst_port_;  // it came to the device's port, forwarded or not
   uint8_t hdr[wire::kIpv6HeaderBytes + wire::kUdpHeaderBytes];
@@ -425,7 +391,7 @@ void UdpFabric::on_datagram(const Endpoint& ep, const Peer& from, std::span<cons
     c.malformed_packets.fetch_add(1, std::memory_order_relaxed);
     return;
   }
-  if (!icrc_ok(ep, from, ib)) {
+  if (!icrc_ok(ep, ep.gid, from, ib)) {
     c.icrc_errors.fetch_add(1, std::memory_order_relaxed);
     return;
   }
@@ -450,7 +416,7 @@ void UdpFabric::on_datagram(const Endpoint& ep, const Peer& from, std::span<cons
     return;
   }
   if (v.info().any(wire::OpFlag::kRequest))
-    on_request(ep, from, static_cast<uint32_t>(slot), v);
+    on_request(ep, ep.gid, from, static_cast<uint32_t>(slot), v);
   else if (type == IBV_QPT_RC)
     on_response(from, static_cast<uint32_t>(slot), v);
 }

@@ -54,6 +54,15 @@ class UdpFabric final : public transport::Link {
   // Returns once no datagram that was being handled when it was called is
   // still being handled (fabric::quiesce_local_access).
   void quiesce();
+  // RoCEv2 multicast is IP multicast (udp_multicast.cc): join and leave are
+  // called once per QP of this process that enters or leaves the group
+  // `mgid`; the first joins the IP group it maps to (as Linux's rdma_gid2ip:
+  // IPv4-mapped or IPv6) on the port's interface, with a socket of its own
+  // bound to the group and the device's UDP port; the last one leaves it. A datagram to the group reaches every process of the host
+  // that joined, each handing it to its own QPs in the group.
+  // REQUIRES: started.
+  Status join(const uint8_t mgid[16]);
+  void leave(const uint8_t mgid[16]);
 
  private:
   // Sockets a packet may leave from, picked by destination QP: the UDP
@@ -92,7 +101,9 @@ class UdpFabric final : public transport::Link {
   int receive_batch(size_t endpoint);
   void on_datagram(const Endpoint& ep, const Peer& from, std::span<const uint8_t> ib, bool may_forward);
   void take_over_ports();
-  void on_request(const Endpoint& ep, const Peer& from, uint32_t qp_slot, const wire::PacketView& v);
+  // `to`: the address it came to (a GID of ep, or a multicast group).
+  void on_request(const Endpoint& ep, const wire::Gid& to, const Peer& from, uint32_t qp_slot,
+                  const wire::PacketView& v);
   void on_response(const Peer& from, uint32_t qp_slot, const wire::PacketView& v);
 
   // Fills in the ICRC of `ib` (BTH .. ICRC slot) and sends it to `to`,
@@ -102,8 +113,24 @@ class UdpFabric final : public transport::Link {
   void send_many(const Endpoint& ep, const wire::Gid& to, std::span<const std::span<uint8_t>> packets);
   bool seal(const Endpoint& ep, const wire::Gid& to, std::span<uint8_t> ib);  // fills in the ICRC
   void send_raw(const Endpoint& ep, const wire::Gid& to, std::span<const uint8_t> datagram);
-  bool icrc_ok(const Endpoint& ep, const Peer& from, std::span<const uint8_t> ib) const;
+  bool icrc_ok(const Endpoint& ep, const wire::Gid& to, const Peer& from, std::span<const uint8_t> ib) const;
   const Endpoint* endpoint_for(uint8_t sgid_index) const;
+
+  // Multicast groups this process joined (udp_multicast.cc).
+  struct McastSocket {
+    wire::Gid mgid{};
+    size_t endpoint = 0;  // the one whose interface joined
+    int fd = -1;
+    uint32_t qps = 0;     // this process's QPs in the group
+  };
+  void multicast_loop();
+  void on_multicast_datagram(const Endpoint& ep, const wire::Gid& mgid, const Peer& from,
+                             std::span<const uint8_t> ib);
+
+  std::mutex mcast_mu_;
+  std::vector<McastSocket> mcast_;   // guarded by mcast_mu_
+  std::vector<int> mcast_closing_;   // left: closed by the multicast thread, which may be reading them
+  int mcast_wake_ = -1;              // eventfd: mcast_ changed; guarded by mcast_mu_
 
   std::mutex start_mu_;
   bool started_ = false;

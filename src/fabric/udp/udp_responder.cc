@@ -29,7 +29,8 @@ void check_peer(transport::SendSide& s, void* arg) {
 
 }  // namespace
 
-void UdpFabric::on_request(const Endpoint& ep, const Peer& from, uint32_t slot, const wire::PacketView& v) {
+void UdpFabric::on_request(const Endpoint& ep, const wire::Gid& to, const Peer& from, uint32_t slot,
+                           const wire::PacketView& v) {
   shm::Segment& seg = host_->seg();
   shm::SharedQp& qp = seg.qp(slot);
   shm::PortCounters& c = host_->notifier().port_counters();
@@ -46,7 +47,7 @@ void UdpFabric::on_request(const Endpoint& ep, const Peer& from, uint32_t slot, 
     // The receive buffer's first 40 bytes: the IP header this datagram came in.
     wire::UdGrhFields f;
     f.sgid = from.gid;
-    f.dgid = ep.gid;
+    f.dgid = to;
     f.ib_length = v.bytes().size();
     wire::write_roce_grh(grh, f);
   }

@@ -222,6 +222,9 @@ TEST(MemoryWindows, Type2BindOtherQpLocalInvalidate) {
 // CQ reads the same field), and the window is gone for later accesses. An
 // R_Key that names no valid type 2 window: a remote invalid request error on
 // both sides.
+// Three packets at a 4096-byte MTU: FIRST, MIDDLE, LAST WITH INVALIDATE.
+constexpr uint32_t kInvSendBytes = 10000;
+
 TEST(MemoryWindows, SendWithInvalidate) {
   enum { kMain, kBadKey, kQps };
   run_pair(
@@ -237,13 +240,16 @@ TEST(MemoryWindows, SendWithInvalidate) {
         const uint32_t key = ibv_inc_rkey(mw->rkey);
         Wr bind = wr_bind(mw.get(), key, mem->mr(), mem->addr(0), 8192, kRemoteRw);
         ASSERT_TRUE(run_wr(ep->qp(kMain), bind));
-        ASSERT_TRUE(post_recv(ep->qp(kMain), 50, {mem->sge(8192, 256)}));
-        ASSERT_TRUE(post_recv(ep->qp(kBadKey), 51, {mem->sge(12288, 256)}));
+        auto inbox = Region::create(ep->pd.get(), kSize);
+        ASSERT_NE(nullptr, inbox);
+        ASSERT_TRUE(post_recv(ep->qp(kMain), 50, {inbox->sge(0, kInvSendBytes)}));
+        ASSERT_TRUE(post_recv(ep->qp(kBadKey), 51, {inbox->sge(kInvSendBytes, 256)}));
         ASSERT_TRUE(p.peer().send(RemoteBuf{mem->addr(0), key, 0, 8192}));
         ibv_wc wc{};
         ASSERT_TRUE(poll_one(ep->qp(kMain).recv_cq(), &wc, scaled(kOpTimeout), "for the SEND WITH INVALIDATE"));
-        EXPECT_TRUE(check_wc(wc, {.wr_id = 50, .opcode = IBV_WC_RECV, .byte_len = 100, .qp_num = ep->qp().qpn(),
-                                  .no_imm = true}));
+        EXPECT_TRUE(check_wc(wc, {.wr_id = 50, .opcode = IBV_WC_RECV, .byte_len = kInvSendBytes,
+                                  .qp_num = ep->qp().qpn(), .no_imm = true}));
+        EXPECT_TRUE(expect_pattern(inbox->data(), kInvSendBytes, 0x65, "the SEND WITH INVALIDATE's data"));
         EXPECT_TRUE(wc.wc_flags & IBV_WC_WITH_INV) << "wc_flags " << wc.wc_flags;
         EXPECT_EQ(key, wc.invalidated_rkey);
         ASSERT_TRUE(poll_one(ep->qp(kBadKey).recv_cq(), &wc, scaled(kOpTimeout), "for the bad invalidation"));
@@ -264,7 +270,8 @@ TEST(MemoryWindows, SendWithInvalidate) {
         Wr r = wr_read(1, {local->sge(0, 8192)}, win);
         ASSERT_TRUE(run_wr(ep->qp(kMain), r));
         EXPECT_TRUE(expect_pattern(local->data(), 8192, 0x64, "read before the invalidation"));
-        Wr s = wr_send_inv(2, local->sge(0, 100), win.rkey);
+        fill_pattern(local->data(), kInvSendBytes, 0x65);
+        Wr s = wr_send_inv(2, local->sge(0, kInvSendBytes), win.rkey);
         ASSERT_TRUE(run_wr(ep->qp(kMain), s));
         Wr after = wr_read(3, {local->sge(0, 64)}, win);
         EXPECT_TRUE(run_wr_expect(ep->qp(kMain), after, IBV_WC_REM_ACCESS_ERR)) << "after SEND WITH INVALIDATE";
@@ -272,6 +279,71 @@ TEST(MemoryWindows, SendWithInvalidate) {
         EXPECT_TRUE(run_wr_expect(ep->qp(kBadKey), bad, IBV_WC_REM_INV_REQ_ERR)) << "invalidating no window";
         ASSERT_TRUE(p.peer().signal("done"));
       });
+}
+
+// The extended posting interface: ibv_wr_bind_mw, ibv_wr_send_inv and
+// ibv_wr_local_inv, between two QPs of one process.
+TEST(MemoryWindows, ExtendedPosting) {
+  run_solo("solo", [](Proc&) {
+    auto ep = Endpoint::open();
+    ASSERT_NE(nullptr, ep);
+    QpConfig config;
+    config.send_ops_flags = IBV_QP_EX_WITH_BIND_MW | IBV_QP_EX_WITH_LOCAL_INV | IBV_QP_EX_WITH_SEND_WITH_INV |
+                            IBV_QP_EX_WITH_SEND | IBV_QP_EX_WITH_RDMA_READ;
+    TestQp* a = ep->add_qp(config);
+    TestQp* b = ep->add_qp(config);
+    ASSERT_TRUE(a && b && connect_local(*a, *b));
+    auto mem = Region::create(ep->pd.get(), kSize, kMrAccess);
+    auto local = Region::create(ep->pd.get(), kSize);
+    ASSERT_TRUE(mem && local);
+    fill_pattern(mem->data(), kSize, 0x7E);
+    MwPtr mw = alloc_mw(ep->pd.get(), IBV_MW_TYPE_2);
+    ASSERT_NE(nullptr, mw);
+    const uint32_t key = ibv_inc_rkey(mw->rkey);
+    ibv_qp_ex* qa = ibv_qp_to_qp_ex(a->get());
+    ibv_qp_ex* qb = ibv_qp_to_qp_ex(b->get());
+    ASSERT_TRUE(qa && qb);
+    const ibv_mw_bind_info info{mem->mr(), mem->addr(0), kSize, IBV_ACCESS_REMOTE_READ};
+    ibv_wr_start(qa);
+    qa->wr_id = 1;
+    qa->wr_flags = IBV_SEND_SIGNALED;
+    ibv_wr_bind_mw(qa, mw.get(), key, &info);
+    ASSERT_EQ(0, ibv_wr_complete(qa));
+    ibv_wc wc{};
+    ASSERT_TRUE(poll_one(a->send_cq(), &wc));
+    EXPECT_TRUE(check_wc(wc, {.wr_id = 1, .opcode = IBV_WC_BIND_MW, .qp_num = a->qpn()}));
+    Wr r = wr_read(2, {local->sge(0, 4096)}, RemoteBuf{mem->addr(0), key, 0, kSize});
+    ASSERT_TRUE(run_wr(*b, r));
+    EXPECT_TRUE(expect_pattern(local->data(), 4096, 0x7E, "read through the window"));
+    // b invalidates a's window by a SEND WITH INVALIDATE; a binds again, then
+    // invalidates locally.
+    ASSERT_TRUE(post_recv(*a, 3, {local->sge(8192, 64)}));
+    ibv_wr_start(qb);
+    qb->wr_id = 4;
+    qb->wr_flags = IBV_SEND_SIGNALED;
+    ibv_wr_send_inv(qb, key);
+    ibv_wr_set_sge(qb, local->lkey(), local->addr(0), 64);
+    ASSERT_EQ(0, ibv_wr_complete(qb));
+    ASSERT_TRUE(poll_one(b->send_cq(), &wc));
+    EXPECT_TRUE(check_wc(wc, {.wr_id = 4, .opcode = IBV_WC_SEND, .qp_num = b->qpn()}));
+    ASSERT_TRUE(poll_one(a->recv_cq(), &wc));
+    EXPECT_TRUE(check_wc(wc, {.wr_id = 3, .opcode = IBV_WC_RECV, .byte_len = 64, .qp_num = a->qpn()}));
+    EXPECT_TRUE(wc.wc_flags & IBV_WC_WITH_INV);
+    EXPECT_EQ(key, wc.invalidated_rkey);
+    const uint32_t key2 = ibv_inc_rkey(key);
+    ibv_wr_start(qa);
+    qa->wr_id = 5;
+    qa->wr_flags = IBV_SEND_SIGNALED;
+    ibv_wr_bind_mw(qa, mw.get(), key2, &info);
+    qa->wr_id = 6;
+    ibv_wr_local_inv(qa, key2);
+    ASSERT_EQ(0, ibv_wr_complete(qa));
+    std::vector<ibv_wc> wcs;
+    ASSERT_TRUE(poll_n(a->send_cq(), 2, &wcs));
+    EXPECT_TRUE(check_wc(wcs[0], {.wr_id = 5, .opcode = IBV_WC_BIND_MW, .qp_num = a->qpn()}));
+    EXPECT_TRUE(check_wc(wcs[1], {.wr_id = 6, .opcode = IBV_WC_LOCAL_INV, .qp_num = a->qpn()}));
+    EXPECT_TRUE(mem->deregister()) << "no window bound any more";
+  });
 }
 
 // One process, QPs connected to each other: the bind checks (IBA 10.6.7.2.1,

@@ -3,6 +3,7 @@
 #include <atomic>
 
 #include "transport/mem_ops.h"
+#include "util/tsan.h"
 
 namespace softverbs::transport {
 namespace {
@@ -55,19 +56,25 @@ ibv_wc_status bind_window(shm::Segment& seg, shm::OwnerId self, uint32_t pd_id, 
     counted.bound_windows.fetch_sub(1, std::memory_order_seq_cst);
     return IBV_WC_MW_BIND_ERR;
   }
-  w.access = b.access & ~static_cast<uint32_t>(IBV_ACCESS_ZERO_BASED);
-  w.addr = mr.va;
-  w.length = b.length;
-  w.iova = (b.access & IBV_ACCESS_ZERO_BASED) ? 0 : b.addr;
-  w.mw_qpn = w.mw_type == IBV_MW_TYPE_2 ? qpn : 0;
-  w.mw_mr_slot = region_slot;
-  w.map_fd = region.map_fd;
-  w.map_base = region.map_base;
-  w.map_size = region.map_size;
-  w.map_ino = region.map_ino;
-  w.map_dev = region.map_dev;
-  // Peers cache mappings by registration: a bind is a new one.
-  w.reg_seq = seg.header().next_reg_seq.fetch_add(1, std::memory_order_relaxed);
+  {
+    // A rebind rewrites fields that a responder thread may still be reading
+    // under the old key; check_key's re-read of the key discards what it read
+    // (invariant 9), a seqlock TSan cannot follow.
+    const UnsyncedAccess seqlock_writes;
+    w.access = b.access & ~static_cast<uint32_t>(IBV_ACCESS_ZERO_BASED);
+    w.addr = mr.va;
+    w.length = b.length;
+    w.iova = (b.access & IBV_ACCESS_ZERO_BASED) ? 0 : b.addr;
+    w.mw_qpn = w.mw_type == IBV_MW_TYPE_2 ? qpn : 0;
+    w.mw_mr_slot = region_slot;
+    w.map_fd = region.map_fd;
+    w.map_base = region.map_base;
+    w.map_size = region.map_size;
+    w.map_ino = region.map_ino;
+    w.map_dev = region.map_dev;
+    // Peers cache mappings by registration: a bind is a new one.
+    w.reg_seq = seg.header().next_reg_seq.fetch_add(1, std::memory_order_relaxed);
+  }
   w.rkey.store(b.new_rkey, std::memory_order_release);
   return IBV_WC_SUCCESS;
 }

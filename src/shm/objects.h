@@ -312,7 +312,15 @@ struct alignas(64) SharedMr {
   uint64_t map_size;
   uint64_t map_ino;
   uint64_t map_dev;
+  // Memory windows share the table (slots from kFirstMwSlot): a bound window
+  // is a slot whose range, access and key are the window's and whose map
+  // fields are its MR's, so every check and path treats it as a region.
+  uint32_t mw_type;             // 0: an MR; IBV_MW_TYPE_1 or IBV_MW_TYPE_2
+  uint32_t mw_qpn;              // type 2: the one QP that may use it (IBA 10.6.7.2.2); else 0
+  uint32_t mw_mr_slot;          // the MR the window is bound to
+  std::atomic<uint32_t> bound_windows;  // an MR: windows bound to it (ibv_dereg_mr: EBUSY while any)
 };
+static_assert(sizeof(SharedMr) == 128);
 
 // A multicast group of the port (IBA 10.5.2.5, ibv_attach_mcast): the QPs
 // attached to it. Written under SegmentHeader::control (invariant 1): the

@@ -135,7 +135,9 @@ void retire_objects_of(Segment& seg, OwnerId who) {
   fold_counters(seg, who);
   for (uint32_t i = 0; i < kMaxMrs; ++i) {
     SharedMr& m = seg.mr(i);
-    if (m.rkey.load(std::memory_order_relaxed) != 0 && m.owner == who) {
+    // An unbound window has no R_Key but holds its slot (lkey != 0).
+    const bool held = m.rkey.load(std::memory_order_relaxed) != 0 || (i >= kFirstMwSlot && m.lkey != 0);
+    if (held && m.owner == who) {
       m.rkey.store(0, std::memory_order_release);
       m.lkey = 0;  // the slot is free again
     }

@@ -25,7 +25,7 @@ namespace softverbs::transport {
     const shm::Sge& sge = w.sge[i];
     if (sge.length == 0) continue;
     MrRef ref;
-    if (check_key(*s.qp.seg, sge.lkey, false, s.qp.self, s.qp.pd_id, sge.addr, sge.length,
+    if (check_key(*s.qp.seg, sge.lkey, false, s.qp.self, s.qp.pd_id, 0, sge.addr, sge.length,
                   writes_local ? IBV_ACCESS_LOCAL_WRITE : 0, &ref) != KeyCheck::kOk) {
       s.qp.notifier->port_counters().local_access_errors.fetch_add(1, std::memory_order_relaxed);
       return IBV_WC_LOC_PROT_ERR;

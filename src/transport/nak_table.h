@@ -21,6 +21,7 @@ enum class RespError : uint8_t {
   kMisaligned,      // atomic not 8-byte aligned (C9-… : invalid request)
   kRecvLkey,        // the receive WQE's SGE fails its L_Key check
   kTargetMemory,    // the owner's memory could not be reached
+  kInvalidate,      // SEND WITH INVALIDATE names no valid type 2 window of the QP's (IBA 10.6.7.2.3)
 };
 
 struct NakEffect {
@@ -47,6 +48,7 @@ constexpr NakEffect nak_effect(RespError e, uint8_t qp_type) {
     case RespError::kUnsupported:
     case RespError::kLengthMismatch:
     case RespError::kMisaligned:
+    case RespError::kInvalidate:
       return {K::kNak, NakCode::kInvalidRequest, IBV_WC_REM_INV_REQ_ERR, IBV_EVENT_QP_REQ_ERR, true};
     case RespError::kRecvTooSmall: return {K::kNak, NakCode::kInvalidRequest, IBV_WC_LOC_LEN_ERR, -1, true};
     case RespError::kRkey:

@@ -25,8 +25,6 @@ ReqKind kind_of(const wire::OpcodeInfo& info, Opcode op) {
 PacketVerdict request_from_packet(const wire::PacketView& v, const shm::SharedQp& qp, uint32_t mtu, iovec* iov,
                                   Request* out) {
   const wire::OpcodeInfo& info = v.info();
-  // Invalidation needs memory windows, which this device has none of.
-  if (info.any(OpFlag::kInvalidate)) return PacketVerdict::kDropped;
   // FIRST and MIDDLE packets carry exactly one path MTU, none more (IBA 9.7.4.1.5).
   const bool last = info.any(OpFlag::kLast);
   if (v.payload_length() > mtu || (!last && v.payload_length() != mtu)) return PacketVerdict::kMalformed;
@@ -63,6 +61,10 @@ PacketVerdict request_from_packet(const wire::PacketView& v, const shm::SharedQp
     req.dma_length = 8;
   }
   if (req.has_imm) req.imm = htobe32(v.immdt().value);
+  if (info.any(OpFlag::kInvalidate)) {
+    req.has_inv = true;
+    req.inv_rkey = v.ieth().rkey;
+  }
   if (req.kind == ReqKind::kRead) req.packets = std::max<uint32_t>(1, (req.dma_length + mtu - 1) / mtu);
   if (ud) {
     req.qkey = v.deth().qkey;

@@ -31,6 +31,8 @@ struct Request {
   uint64_t compare_add = 0; // AtomicETH
   uint64_t swap = 0;
   uint32_t imm = 0;         // network byte order
+  bool has_inv = false;     // SEND WITH INVALIDATE (its last packet): IETH
+  uint32_t inv_rkey = 0;
   uint32_t qkey = 0;        // DETH (UD)
   // UD: the 40 bytes the receive buffer starts with (IBA 11.4.1.2: the GRH,
   // or for RoCEv2 over IPv4 the IPv4 header in its last 20); with_grh: valid.

@@ -31,10 +31,12 @@ uint32_t operation_flags(ReqKind kind) {
   return 0;
 }
 
-// Only WRITE and SEND have an immediate, and only on their last packet.
-wire::Opcode opcode_for(uint8_t transport, uint32_t op, uint32_t position, bool imm) {
+// Only WRITE and SEND have an immediate, only SEND an IETH, and only on
+// their last packet.
+wire::Opcode opcode_for(uint8_t transport, uint32_t op, uint32_t position, bool imm, bool inv) {
   const uint32_t with_imm = imm && (position & F::kLast) ? F::kImmediate : 0;
-  return wire::find_opcode(transport, F::kRequest | op | position | with_imm).value_or(wire::Opcode{0xff});
+  const uint32_t with_inv = inv && (position & F::kLast) ? F::kInvalidate : 0;
+  return wire::find_opcode(transport, F::kRequest | op | position | with_imm | with_inv).value_or(wire::Opcode{0xff});
 }
 
 }  // namespace
@@ -44,10 +46,10 @@ RequestPackets::RequestPackets(const SendSide& s, const SendWqe& w, const IoList
   const WrOpcodeInfo* op = wr_opcode(w.opcode);
   const uint8_t transport = transport_of(s.qp.qp_type);
   const uint32_t flags = operation_flags(op->kind);
-  only_ = opcode_for(transport, flags, F::kOnly, op->has_imm);
-  first_ = opcode_for(transport, flags, F::kFirst, op->has_imm);
-  middle_ = opcode_for(transport, flags, F::kMiddle, op->has_imm);
-  last_ = opcode_for(transport, flags, F::kLast, op->has_imm);
+  only_ = opcode_for(transport, flags, F::kOnly, op->has_imm, op->has_inv);
+  first_ = opcode_for(transport, flags, F::kFirst, op->has_imm, op->has_inv);
+  middle_ = opcode_for(transport, flags, F::kMiddle, op->has_imm, op->has_inv);
+  last_ = opcode_for(transport, flags, F::kLast, op->has_imm, op->has_inv);
   mtu_ = s.conn.mtu;
   const uint32_t skip = static_cast<uint32_t>(wire::psn_diff(wire::Psn(from_psn), wire::Psn(w.psn)));
 
@@ -55,6 +57,7 @@ RequestPackets::RequestPackets(const SendSide& s, const SendWqe& w, const IoList
   bth.pkey = 0xffff;
   bth.dest_qp = s.qp.qp_type == IBV_QPT_UD ? w.remote_qpn : s.conn.dest_qpn;
   h_.immdt.value = be32toh(w.imm_data);
+  h_.ieth.rkey = w.imm_data;  // SEND WITH INVALIDATE: the R_Key, in host order in the WR
   switch (op->kind) {
     case ReqKind::kRead: {
       // One request; resumed part-way it asks for the rest only (IBA 9.7.5.1.4).

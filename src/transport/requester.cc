@@ -5,6 +5,7 @@
 #include "transport/completer.h"
 #include "transport/link.h"
 #include "transport/local_sges.h"
+#include "transport/mw_ops.h"
 #include "transport/wr_opcode_table.h"
 #include "wire/psn.h"
 
@@ -45,6 +46,18 @@ bool fenced(const SendSide& s, const SendWqe& w) {
   return s.conn.link->transmit(s, w, local, from_psn);
 }
 
+// BIND_MW and LOCAL_INV: the requester's own work on the key table.
+ibv_wc_status carry_out_locally(SendSide& s, const SendWqe& w) {
+  if (w.opcode == IBV_WR_BIND_MW) {
+    const WindowBind b{w.remote_qpn, w.rkey, static_cast<uint32_t>(w.swap >> 32), w.remote_addr, w.compare_add,
+                       static_cast<uint32_t>(w.swap)};
+    return bind_window(*s.qp.seg, s.qp.self, s.qp.pd_id, s.qp.qpn, b);
+  }
+  // IBA 10.6.7.2.3: only a valid type 2 window of our PD can be invalidated;
+  // anything else is a local QP operation error.
+  return invalidate_window(*s.qp.seg, w.rkey, s.qp.self, s.qp.pd_id, 0) ? IBV_WC_SUCCESS : IBV_WC_LOC_QP_OP_ERR;
+}
+
 }  // namespace
 
 void progress(SendSide& s) {
@@ -58,6 +71,19 @@ void progress(SendSide& s) {
     if (state != IBV_QPS_RTS || s.completer.rnr_wait || s.conn.link == nullptr) break;
     SendWqe& w = s.sq.at(s.sq.next);
     const WrOpcodeInfo& op = *wr_opcode(w.opcode);  // checked at post
+    if (op.local) {
+      // Once everything before it has completed, so its completion stays in
+      // order and the requests after it see the window as it leaves it.
+      if (s.sq.done != s.sq.next) break;
+      const uint64_t index = s.sq.next++;
+      const ibv_wc_status st = carry_out_locally(s, w);
+      if (st != IBV_WC_SUCCESS) {
+        complete_in_error(s, index, st);
+        return;
+      }
+      complete_success(s, index);
+      continue;
+    }
     // With nothing outstanding every limit allows the next request.
     if (s.sq.done != s.sq.next) {
       if (fenced(s, w)) break;

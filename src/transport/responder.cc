@@ -8,6 +8,7 @@
 #include "shm/rings.h"
 #include "transport/cq_output.h"
 #include "transport/mem_ops.h"
+#include "transport/mw_ops.h"
 #include "transport/nak_table.h"
 #include "util/log.h"
 #include "wire/psn.h"
@@ -64,7 +65,7 @@ class Responder {
   Response on_duplicate();
   void advance(uint32_t packets) { st_.epsn = (req_.psn + packets) & kPsnMask; }
   KeyCheck check_rkey(uint64_t length, uint32_t access, MrRef* out) {
-    return check_key(seg_, req_.rkey, true, qp_.owner, qp_.pd_id, req_.va, length, access, out);
+    return check_key(seg_, req_.rkey, true, qp_.owner, qp_.pd_id, qp_.qpn, req_.va, length, access, out);
   }
 
   shm::Segment& seg_;
@@ -133,7 +134,7 @@ std::optional<RespError> Responder::place_send_payload(const IoList& data) {
     }
     const uint64_t n = std::min<uint64_t>(sge.length - skip, len);
     MrRef ref;
-    if (check_key(seg_, sge.lkey, false, qp_.owner, qp_.pd_id, sge.addr + skip, n, IBV_ACCESS_LOCAL_WRITE, &ref) !=
+    if (check_key(seg_, sge.lkey, false, qp_.owner, qp_.pd_id, 0, sge.addr + skip, n, IBV_ACCESS_LOCAL_WRITE, &ref) !=
         KeyCheck::kOk)
       return RespError::kRecvLkey;
     if (!mem_.write(*ref.mr, ref.va, data, src_off, n).is_ok()) return RespError::kTargetMemory;
@@ -160,6 +161,10 @@ bool Responder::complete_recv(int status, uint32_t byte_len, bool with_imm, ibv_
   if (with_imm) {
     cqe.wc_flags = IBV_WC_WITH_IMM;
     cqe.imm_data = req_.imm;
+  }
+  if (req_.has_inv && status == IBV_WC_SUCCESS) {
+    cqe.wc_flags = IBV_WC_WITH_INV;
+    cqe.imm_data = req_.inv_rkey;  // ibv_wc's invalidated_rkey shares imm_data's place
   }
   if (qp_.qp_type == IBV_QPT_UD) {
     cqe.sl = req_.sl;
@@ -206,6 +211,10 @@ Response Responder::on_send() {
   if (req_.first && !take_recv_wqe()) return receiver_not_ready();
   if (!st_.recv_valid) return fail(RespError::kOpcodeSequence);
   if (std::optional<RespError> e = place_send_payload(req_.payload)) return fail(*e);
+  // IBA 10.6.7.2.3 (C10-…): the window must be a type 2 one of this QP's
+  // PD, bound to this QP; otherwise an invalid request, the QP to Error.
+  if (req_.last && req_.has_inv && !invalidate_window(seg_, req_.inv_rkey, qp_.owner, qp_.pd_id, qp_.qpn))
+    return fail(RespError::kInvalidate);
   st_.in_message = !req_.last;
   st_.opcode_family = static_cast<uint32_t>(ReqKind::kSend);
   advance(req_.packets);
@@ -278,7 +287,7 @@ Response Responder::on_write() {
     // The first packet's check covered the whole WRITE; later ones are checked
     // again, so a region deregistered mid-message stops taking data.
     if (!req_.first &&
-        check_key(seg_, rkey, true, qp_.owner, qp_.pd_id, va, n, IBV_ACCESS_REMOTE_WRITE, &ref) != KeyCheck::kOk)
+        check_key(seg_, rkey, true, qp_.owner, qp_.pd_id, qp_.qpn, va, n, IBV_ACCESS_REMOTE_WRITE, &ref) != KeyCheck::kOk)
       return fail(RespError::kRkey);
     if (!mem_.write(*ref.mr, ref.va, req_.payload, 0, n).is_ok()) return fail(RespError::kTargetMemory);
     r.data_mr = ref.mr;

@@ -23,12 +23,14 @@ struct SendWqe {
   uint32_t num_sge;
   uint32_t inline_len;   // with IBV_SEND_INLINE: the data follows instead of SGEs
   uint64_t length;       // payload bytes (READ: bytes to read; atomic: 8)
-  uint64_t remote_addr;
-  uint32_t rkey;
-  uint32_t imm_data;     // network byte order
-  uint64_t compare_add;
-  uint64_t swap;
-  uint32_t remote_qpn;   // UD
+  uint64_t remote_addr;  // BIND_MW: the window's start, in its MR's addresses
+  uint32_t rkey;         // BIND_MW: the window's new R_Key; LOCAL_INV: the R_Key to invalidate
+  uint32_t imm_data;     // network byte order; SEND_WITH_INV: the R_Key to invalidate
+  // A bind has no atomic operands and no UD address: it keeps its own in their
+  // place (bind_fields() names them) rather than widen every WQE.
+  uint64_t compare_add;  // BIND_MW: the window's length
+  uint64_t swap;         // BIND_MW: the MR's L_Key (0: none) << 32 | mw_access_flags
+  uint32_t remote_qpn;   // UD; BIND_MW: the window's slot
   uint32_t remote_qkey;  // UD
   const ibv_ah_attr* ah; // UD: the address handle's (the application keeps it until completion)
   uint32_t psn;          // first PSN, assigned when first sent

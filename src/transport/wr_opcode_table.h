@@ -19,6 +19,8 @@ struct WrOpcodeInfo {
   bool remote;            // carries a remote address and key
   bool reads_remote;      // READ or atomic: fenced WRs wait for it (IBA 10.8.3.3)
   ibv_wc_opcode wc_opcode;
+  bool local = false;     // carried out by the requester, nothing sent (bind, local invalidate)
+  bool has_inv = false;   // SEND WITH INVALIDATE: the WR's invalidate_rkey travels in an IETH
 };
 
 inline constexpr std::array<WrOpcodeInfo, 16> kWrOpcodes = [] {
@@ -31,6 +33,10 @@ inline constexpr std::array<WrOpcodeInfo, 16> kWrOpcodes = [] {
   t[IBV_WR_ATOMIC_CMP_AND_SWP] = {true, true, false, false, ReqKind::kCmpSwap, false, true, true, IBV_WC_COMP_SWAP};
   t[IBV_WR_ATOMIC_FETCH_AND_ADD] = {true, true, false, false, ReqKind::kFetchAdd, false, true, true,
                                     IBV_WC_FETCH_ADD};
+  // ibv_bind_mw(3): binds on UC and RC; IBA 9.2: only RC has SEND WITH INVALIDATE opcodes.
+  t[IBV_WR_BIND_MW] = {true, true, true, false, ReqKind::kSend, false, false, false, IBV_WC_BIND_MW, true};
+  t[IBV_WR_LOCAL_INV] = {true, true, true, false, ReqKind::kSend, false, false, false, IBV_WC_LOCAL_INV, true};
+  t[IBV_WR_SEND_WITH_INV] = {true, true, false, false, ReqKind::kSend, false, false, false, IBV_WC_SEND, false, true};
   return t;
 }();
 

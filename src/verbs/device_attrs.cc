@@ -20,12 +20,13 @@ void fill_device_attr(const shm::Segment& seg, ibv_device_attr* a) {
   a->max_qp = static_cast<int>(shm::kMaxQpSlots - 2);
   a->max_qp_wr = static_cast<int>(shm::kMaxQpWr);
   a->device_cap_flags = IBV_DEVICE_RC_RNR_NAK_GEN | IBV_DEVICE_SHUTDOWN_PORT | IBV_DEVICE_PORT_ACTIVE_EVENT |
-                        IBV_DEVICE_SYS_IMAGE_GUID | IBV_DEVICE_CHANGE_PHY_PORT | IBV_DEVICE_RESIZE_MAX_WR;
+                        IBV_DEVICE_SYS_IMAGE_GUID | IBV_DEVICE_CHANGE_PHY_PORT | IBV_DEVICE_RESIZE_MAX_WR |
+                        IBV_DEVICE_MEM_WINDOW | IBV_DEVICE_MEM_WINDOW_TYPE_2B;
   a->max_sge = static_cast<int>(shm::kMaxSge);
   a->max_sge_rd = static_cast<int>(shm::kMaxSge);
   a->max_cq = static_cast<int>(shm::kMaxCqs);
   a->max_cqe = static_cast<int>(shm::kMaxCqe);
-  a->max_mr = static_cast<int>(shm::kMaxMrs - 1);
+  a->max_mr = static_cast<int>(shm::kFirstMwSlot - 1);
   a->max_pd = 1 << 20;
   a->max_qp_rd_atom = static_cast<int>(shm::kMaxRdAtomic);
   a->max_ee_rd_atom = 0;
@@ -35,7 +36,7 @@ void fill_device_attr(const shm::Segment& seg, ibv_device_attr* a) {
   a->atomic_cap = IBV_ATOMIC_HCA;
   a->max_ee = 0;
   a->max_rdd = 0;
-  a->max_mw = 0;
+  a->max_mw = static_cast<int>(shm::kMaxMrs - shm::kFirstMwSlot);
   a->max_raw_ipv6_qp = 0;
   a->max_raw_ethy_qp = 0;
   a->max_mcast_grp = shm::kMaxMcastGroups;

@@ -16,7 +16,8 @@ namespace softverbs::verbs {
 namespace {
 
 constexpr unsigned kSupportedAccess = IBV_ACCESS_LOCAL_WRITE | IBV_ACCESS_REMOTE_WRITE | IBV_ACCESS_REMOTE_READ |
-                                      IBV_ACCESS_REMOTE_ATOMIC | IBV_ACCESS_ZERO_BASED | IBV_ACCESS_RELAXED_ORDERING;
+                                      IBV_ACCESS_REMOTE_ATOMIC | IBV_ACCESS_MW_BIND | IBV_ACCESS_ZERO_BASED |
+                                      IBV_ACCESS_RELAXED_ORDERING;
 
 uint16_t random_tag() {
   uint16_t v = 0;
@@ -29,8 +30,9 @@ Result<uint32_t> claim_slot(shm::Segment& seg) {
   static std::atomic<uint32_t> hint{1};
   shm::ControlLock lock(seg);
   const uint32_t start = hint.load(std::memory_order_relaxed);
-  for (uint32_t n = 0; n < shm::kMaxMrs; ++n) {
-    const uint32_t slot = (start + n) % shm::kMaxMrs;
+  // The table's upper half is the windows' (verbs/mw.cc).
+  for (uint32_t n = 0; n < shm::kFirstMwSlot; ++n) {
+    const uint32_t slot = (start + n) % shm::kFirstMwSlot;
     if (slot == 0) continue;
     shm::SharedMr& m = seg.mr(slot);
     if (m.rkey.load(std::memory_order_relaxed) != 0 || m.lkey != 0) continue;
@@ -62,6 +64,10 @@ void publish(shm::Segment& seg, Mr* mr, Pd* pd, uint64_t addr, uint64_t length, 
   m.map_size = mr->backing.size;
   m.map_ino = mr->backing.ino;
   m.map_dev = mr->backing.dev;
+  m.mw_type = 0;
+  m.mw_qpn = 0;
+  m.mw_mr_slot = 0;
+  m.bound_windows.store(0, std::memory_order_relaxed);
   m.rkey.store(rkey, std::memory_order_release);
   mr->ibv.lkey = lkey;
   mr->ibv.rkey = rkey;
@@ -110,7 +116,15 @@ Result<Mr*> register_mr(Pd* pd, void* addr, size_t length, uint64_t iova, unsign
 Status deregister_mr(Mr* mr) {
   shm::Segment& seg = mr->pd->ctx->device().seg();
   shm::SharedMr& m = seg.mr(mr->slot);
-  m.rkey.store(0, std::memory_order_release);
+  // ibv_alloc_mw(3): deregistration fails while a window is bound to the
+  // region. A bind racing with us counts itself first, then re-checks the key
+  // (transport/mw_ops.cc), so one of the two backs off.
+  if (m.bound_windows.load(std::memory_order_seq_cst) != 0) return Status::error(EBUSY);
+  m.rkey.store(0, std::memory_order_seq_cst);
+  if (m.bound_windows.load(std::memory_order_seq_cst) != 0) {
+    m.rkey.store(mr->ibv.rkey, std::memory_order_seq_cst);
+    return Status::error(EBUSY);
+  }
   {
     shm::ControlLock lock(seg);
     m.lkey = 0;
@@ -149,6 +163,7 @@ Status reregister_mr(Mr* mr, int flags, Pd* pd, void* addr, size_t length, unsig
                                IBV_REREG_MR_CHANGE_ACCESS)) != 0)
     return Status::error(EINVAL);
   shm::SharedMr& m = mr->pd->ctx->device().seg().mr(mr->slot);
+  if (m.bound_windows.load(std::memory_order_seq_cst) != 0) return Status::error(EBUSY);  // as dereg
   Pd* new_pd = (flags & IBV_REREG_MR_CHANGE_PD) ? pd : mr->pd;
   void* new_addr = (flags & IBV_REREG_MR_CHANGE_TRANSLATION) ? addr : mr->ibv.addr;
   size_t new_len = (flags & IBV_REREG_MR_CHANGE_TRANSLATION) ? length : mr->ibv.length;

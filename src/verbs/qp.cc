@@ -19,6 +19,7 @@
 #include "verbs/context.h"
 #include "verbs/cq.h"
 #include "verbs/device.h"
+#include "verbs/mw.h"
 #include "verbs/pd.h"
 #include "verbs/port_config.h"
 #include "verbs/device_attrs.h"
@@ -101,7 +102,8 @@ Result<Qp*> Qp::create(Context* ctx, ibv_qp_init_attr_ex* a) {
   if (a->comp_mask & IBV_QP_INIT_ATTR_SEND_OPS_FLAGS) {
     constexpr uint64_t kOps = IBV_QP_EX_WITH_RDMA_WRITE | IBV_QP_EX_WITH_RDMA_WRITE_WITH_IMM | IBV_QP_EX_WITH_SEND |
                               IBV_QP_EX_WITH_SEND_WITH_IMM | IBV_QP_EX_WITH_RDMA_READ |
-                              IBV_QP_EX_WITH_ATOMIC_CMP_AND_SWP | IBV_QP_EX_WITH_ATOMIC_FETCH_AND_ADD;
+                              IBV_QP_EX_WITH_ATOMIC_CMP_AND_SWP | IBV_QP_EX_WITH_ATOMIC_FETCH_AND_ADD |
+                              IBV_QP_EX_WITH_BIND_MW | IBV_QP_EX_WITH_LOCAL_INV | IBV_QP_EX_WITH_SEND_WITH_INV;
     if ((a->send_ops_flags & ~kOps) != 0) return Status::error(EOPNOTSUPP);
     // An operation the QP's transport lacks (IBA Table 37: UC has no READ and
     // no atomics, UD only SENDs) is not supported on it, as mlx5 answers.
@@ -418,11 +420,27 @@ Status Qp::query(ibv_qp_attr* attr, int, ibv_qp_init_attr* init) {
   return Status::ok();
 }
 
+// BIND_MW and LOCAL_INV carry no data. A bind names a window of this
+// context; whether the bind is allowed is the requester's to find
+// (IBV_WC_MW_BIND_ERR), as on an HCA.
+int Qp::check_local_wr(const ibv_send_wr& wr, uint64_t* length) const {
+  if (side_.sq.full()) return ENOMEM;
+  if (wr.opcode == IBV_WR_BIND_MW) {
+    const ibv_mw* mw = wr.bind_mw.mw;
+    if (mw == nullptr || mw->context != ex_.qp_base.context) return EINVAL;
+    const ibv_mr* mr = wr.bind_mw.bind_info.mr;
+    if (mr != nullptr && mr->context != ex_.qp_base.context) return EINVAL;
+  }
+  *length = 0;
+  return 0;
+}
+
 [[gnu::always_inline]] inline int Qp::check_wr(const ibv_send_wr& wr, uint64_t* length) const {
   const auto raw_opcode = util::raw_enum(wr.opcode);
   if (raw_opcode > IBV_WR_ATOMIC_WRITE) return EINVAL;
   const transport::WrOpcodeInfo* op = transport::wr_opcode(static_cast<ibv_wr_opcode>(raw_opcode));
   if (op == nullptr || !transport::wr_allowed(*op, side_.qp.qp_type)) return EINVAL;
+  if (op->local) return check_local_wr(wr, length);
   if (wr.num_sge < 0 || static_cast<uint32_t>(wr.num_sge) > side_.qp.max_sge) return EINVAL;
   if (wr.num_sge > 0 && wr.sg_list == nullptr) return EINVAL;
   const bool is_inline = (wr.send_flags & IBV_SEND_INLINE) != 0;
@@ -446,12 +464,24 @@ Status Qp::query(ibv_qp_attr* attr, int, ibv_qp_init_attr* init) {
   w.wr_id = wr.wr_id;
   w.opcode = wr.opcode;
   w.send_flags = wr.send_flags;
-  w.imm_data = op->has_imm ? wr.imm_data : 0;
+  w.imm_data = op->has_imm || op->has_inv ? wr.imm_data : 0;  // a union with invalidate_rkey
   w.packets = 0;
   w.responses = 0;
   w.psn = 0;
   w.placed = placed;
   w.ah = nullptr;
+  if (op->local) {
+    if (wr.opcode == IBV_WR_BIND_MW) {
+      fill_bind(w, wr.bind_mw.mw, wr.bind_mw.rkey, wr.bind_mw.bind_info);
+    } else {
+      w.rkey = wr.invalidate_rkey;
+      w.length = 0;
+      w.num_sge = 0;
+      w.inline_len = 0;
+    }
+    ++side_.sq.posted;
+    return;
+  }
   if (side_.qp.qp_type == IBV_QPT_UD) {
     w.ah = &Ah::from(wr.wr.ud.ah)->attr;
     w.remote_qpn = wr.wr.ud.remote_qpn & kPsnMask;

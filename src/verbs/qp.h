@@ -57,6 +57,7 @@ class Qp {
   void wr_abort();
   // Starts a WQE with ibv_qp_ex's wr_id and wr_flags; nullptr on error.
   transport::SendWqe* wr_begin(ibv_wr_opcode opcode);
+  void wr_fail(int err) { wr_error_ = err; }  // the WR being built is refused at wr_complete
   void wr_set_sges(const ibv_sge* sge, size_t n);
   void wr_set_inline(const ibv_data_buf* bufs, size_t n);
   void wr_set_ud_addr(ibv_ah* ah, uint32_t remote_qpn, uint32_t remote_qkey);
@@ -74,6 +75,7 @@ class Qp {
   void apply(const ibv_qp_attr& a, int mask, ibv_qp_state next, transport::Link* rtr_link);
   // ibv_post_send(3)'s checks of one WR; *length: its payload bytes.
   int check_wr(const ibv_send_wr& wr, uint64_t* length) const;
+  int check_local_wr(const ibv_send_wr& wr, uint64_t* length) const;
   // Queues a checked WR (`placed`: Fabric::place_at_post's token).
   void enqueue(const ibv_send_wr& wr, uint64_t length, uint32_t placed);
   // Before the lock: takes the line the WR will land in (see qp.cc).

@@ -72,6 +72,43 @@ TEST(Packet, BuildThenParseEveryValidOpcode) {
   }
 }
 
+// IBA 9.3.8: RC SEND ONLY WITH INVALIDATE is BTH, IETH (the R_Key, big-endian),
+// payload, pad, ICRC; LAST WITH INVALIDATE the same with its own opcode.
+TEST(Packet, SendWithInvalidateBytes) {
+  for (const Opcode op : {Opcode::kRcSendOnlyWithInvalidate, Opcode::kRcSendLastWithInvalidate}) {
+    TransportHeaders h;
+    h.bth.opcode = op;
+    h.bth.pkey = 0xffff;
+    h.bth.dest_qp = 0x000123;
+    h.bth.ack_req = true;
+    h.bth.psn = Psn(0x000456);
+    h.ieth = Ieth{0x8a01c2f3};
+    const std::vector<uint8_t> payload = {0xde, 0xad, 0xbe};
+    std::vector<uint8_t> buf(PacketBuilder::packet_length(op, 3));
+    PacketBuilder b(buf);
+    ASSERT_EQ(b.build(h, payload), PacketError::kOk);
+    const std::vector<uint8_t> want = {
+        static_cast<uint8_t>(op), 0x10, 0xff, 0xff,  // opcode; SE 0, M 0, pad 1, TVer 0; P_Key
+        0x00, 0x00, 0x01, 0x23,                      // reserved; destination QP
+        0x80, 0x00, 0x04, 0x56,                      // AckReq; PSN
+        0x8a, 0x01, 0xc2, 0xf3,                      // IETH: the R_Key
+        0xde, 0xad, 0xbe, 0x00,                      // payload, one pad byte
+        0x00, 0x00, 0x00, 0x00};                     // ICRC slot (sealed by the link)
+    EXPECT_EQ(buf, want) << opcode_name(op);
+    const PacketView v = PacketView::parse(buf, kMtu);
+    ASSERT_TRUE(v.ok());
+    EXPECT_TRUE(v.info().is(OpFlag::kInvalidate | OpFlag::kLast | OpFlag::kCompletes));
+    EXPECT_EQ(v.ieth().rkey, 0x8a01c2f3u);
+    EXPECT_EQ(v.payload_length(), 3u);
+  }
+  EXPECT_EQ(find_opcode(QpTypes::kRc, OpFlag::kRequest | OpFlag::kSend | OpFlag::kOnly | OpFlag::kInvalidate),
+            Opcode::kRcSendOnlyWithInvalidate);
+  EXPECT_EQ(find_opcode(QpTypes::kRc, OpFlag::kRequest | OpFlag::kSend | OpFlag::kLast | OpFlag::kInvalidate),
+            Opcode::kRcSendLastWithInvalidate);
+  EXPECT_EQ(find_opcode(QpTypes::kUc, OpFlag::kRequest | OpFlag::kSend | OpFlag::kOnly | OpFlag::kInvalidate),
+            std::nullopt);
+}
+
 TEST(Packet, BuilderRejections) {
   std::vector<uint8_t> buf(64);
   PacketBuilder b(buf);

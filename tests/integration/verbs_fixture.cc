@@ -347,7 +347,23 @@ std::unique_ptr<TestQp> TestQp::create(ibv_context* ctx, ibv_pd* pd, const PortI
   init.qp_type = config.qp_type;
   init.sq_sig_all = config.sq_sig_all ? 1 : 0;
   errno = 0;
-  q->qp_.reset(ibv_create_qp(pd, &init));
+  if (config.send_ops_flags != 0) {
+    ibv_qp_init_attr_ex ex{};
+    ex.qp_context = init.qp_context;
+    ex.send_cq = init.send_cq;
+    ex.recv_cq = init.recv_cq;
+    ex.srq = init.srq;
+    ex.cap = init.cap;
+    ex.qp_type = init.qp_type;
+    ex.sq_sig_all = init.sq_sig_all;
+    ex.comp_mask = IBV_QP_INIT_ATTR_PD | IBV_QP_INIT_ATTR_SEND_OPS_FLAGS;
+    ex.pd = pd;
+    ex.send_ops_flags = config.send_ops_flags;
+    q->qp_.reset(ibv_create_qp_ex(ctx, &ex));
+    init.cap = ex.cap;
+  } else {
+    q->qp_.reset(ibv_create_qp(pd, &init));
+  }
   if (!q->qp_) {
     ADD_FAILURE() << "ibv_create_qp(send_wr " << config.max_send_wr << ", recv_wr "
                   << config.max_recv_wr << ", sge " << config.max_send_sge << "/"
@@ -644,6 +660,10 @@ ibv_wc_opcode send_wc_opcode(ibv_wr_opcode op) {
       return IBV_WC_COMP_SWAP;
     case IBV_WR_ATOMIC_FETCH_AND_ADD:
       return IBV_WC_FETCH_ADD;
+    case IBV_WR_BIND_MW:
+      return IBV_WC_BIND_MW;
+    case IBV_WR_LOCAL_INV:
+      return IBV_WC_LOCAL_INV;
     default:
       return IBV_WC_SEND;
   }

@@ -150,6 +150,9 @@ struct QpConfig {
   int cq_depth = 512;  // for the QP's own CQs
   bool sq_sig_all = true;
   ibv_srq* srq = nullptr;  // later: SRQ suites
+  // Nonzero: created with ibv_create_qp_ex and these IBV_QP_EX_WITH_* builders
+  // (ibv_qp_to_qp_ex(get()) then posts with ibv_wr_*).
+  uint64_t send_ops_flags = 0;
   // Attributes of this QP (see the contract).
   ibv_mtu path_mtu = IBV_MTU_4096;
   uint8_t timeout = 14;       // 67 ms local ACK timeout

@@ -139,16 +139,17 @@ json snapshot(shm::Segment& seg) {
                      {"sequence_naks_received", k.sequence_naks_received.load()}}}});
   }
   j["qps"] = qps;
-  uint32_t cqs = 0, mrs = 0, mapped = 0;
+  uint32_t cqs = 0, mrs = 0, mapped = 0, windows = 0;
   for (uint32_t i = 0; i < shm::kMaxCqs; ++i)
     cqs += seg.cq(i).slot_state.load() == static_cast<uint32_t>(shm::SlotState::kLive);
-  for (uint32_t i = 0; i < shm::kMaxMrs; ++i)
+  for (uint32_t i = 0; i < shm::kFirstMwSlot; ++i)
     if (seg.mr(i).rkey.load() != 0) {
       ++mrs;
       mapped += seg.mr(i).map_fd >= 0;
     }
+  for (uint32_t i = shm::kFirstMwSlot; i < shm::kMaxMrs; ++i) windows += seg.mr(i).rkey.load() != 0;
   j["cqs"] = cqs;
-  j["mrs"] = {{"registered", mrs}, {"mappable", mapped}};
+  j["mrs"] = {{"registered", mrs}, {"mappable", mapped}, {"bound_windows", windows}};
   return j;
 }
 

@@ -61,5 +61,8 @@ ibv_qp* op_create_qp_ex(ibv_context* ctx, ibv_qp_init_attr_ex* attr);
 ibv_srq* op_create_srq_ex(ibv_context* ctx, ibv_srq_init_attr_ex* attr);
 int op_get_srq_num(ibv_srq* srq, uint32_t* srq_num);
 int op_modify_cq(ibv_cq* cq, ibv_modify_cq_attr* attr);
+ibv_mw* op_alloc_mw(ibv_pd* pd, ibv_mw_type type);
+int op_bind_mw(ibv_qp* qp, ibv_mw* mw, ibv_mw_bind* bind);
+int op_dealloc_mw(ibv_mw* mw);
 
 }  // namespace softverbs::abi

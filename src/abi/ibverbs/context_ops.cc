@@ -10,9 +10,6 @@ namespace {
 
 // ---- every slot, unsupported ---------------------------------------------
 
-ibv_mw* u_alloc_mw(ibv_pd*, ibv_mw_type) { return unsupported_ptr<ibv_mw>(__func__); }
-int u_bind_mw(ibv_qp*, ibv_mw*, ibv_mw_bind*) { return unsupported(__func__); }
-int u_dealloc_mw(ibv_mw*) { return unsupported(__func__); }
 void* u_compat() {
   errno = ENOSYS;
   return nullptr;
@@ -73,9 +70,9 @@ void fill_context_ops(verbs_context* v) {
   set_compat(o._compat_reg_mr);
   set_compat(o._compat_rereg_mr);
   set_compat(o._compat_dereg_mr);
-  o.alloc_mw = u_alloc_mw;
-  o.bind_mw = u_bind_mw;
-  o.dealloc_mw = u_dealloc_mw;
+  o.alloc_mw = op_alloc_mw;
+  o.bind_mw = op_bind_mw;
+  o.dealloc_mw = op_dealloc_mw;
   set_compat(o._compat_create_cq);
   o.poll_cq = op_poll_cq;
   o.req_notify_cq = op_req_notify_cq;

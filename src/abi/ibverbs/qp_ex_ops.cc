@@ -2,6 +2,7 @@
 // pointers in ibv_qp_ex that build WQEs in place (verbs/qp.h).
 #include "abi/ibverbs/abi.h"
 #include "transport/send_queue.h"
+#include "verbs/mw.h"
 #include "verbs/qp.h"
 
 using softverbs::transport::SendWqe;
@@ -25,6 +26,21 @@ void wr_abort(ibv_qp_ex* q) { of(q)->wr_abort(); }
 void wr_send(ibv_qp_ex* q) { of(q)->wr_begin(IBV_WR_SEND); }
 void wr_send_imm(ibv_qp_ex* q, __be32 imm) {
   if (SendWqe* w = of(q)->wr_begin(IBV_WR_SEND_WITH_IMM)) w->imm_data = imm;
+}
+void wr_send_inv(ibv_qp_ex* q, uint32_t invalidate_rkey) {
+  if (SendWqe* w = of(q)->wr_begin(IBV_WR_SEND_WITH_INV)) w->imm_data = invalidate_rkey;
+}
+void wr_bind_mw(ibv_qp_ex* q, ibv_mw* mw, uint32_t rkey, const ibv_mw_bind_info* info) {
+  SendWqe* w = of(q)->wr_begin(IBV_WR_BIND_MW);
+  if (w == nullptr) return;
+  if (mw == nullptr || info == nullptr || mw->context != q->qp_base.context) {
+    of(q)->wr_fail(EINVAL);
+    return;
+  }
+  verbs::fill_bind(*w, mw, rkey, *info);
+}
+void wr_local_inv(ibv_qp_ex* q, uint32_t invalidate_rkey) {
+  if (SendWqe* w = of(q)->wr_begin(IBV_WR_LOCAL_INV)) w->rkey = invalidate_rkey;
 }
 void wr_rdma_write(ibv_qp_ex* q, uint32_t rkey, uint64_t addr) { remote(of(q)->wr_begin(IBV_WR_RDMA_WRITE), rkey, addr); }
 void wr_rdma_write_imm(ibv_qp_ex* q, uint32_t rkey, uint64_t addr, __be32 imm) {
@@ -76,6 +92,9 @@ void fill_qp_ex_ops(ibv_qp_ex* q, uint64_t ops) {
   q->wr_set_ud_addr = wr_set_ud_addr;
   if (ops & IBV_QP_EX_WITH_SEND) q->wr_send = wr_send;
   if (ops & IBV_QP_EX_WITH_SEND_WITH_IMM) q->wr_send_imm = wr_send_imm;
+  if (ops & IBV_QP_EX_WITH_SEND_WITH_INV) q->wr_send_inv = wr_send_inv;
+  if (ops & IBV_QP_EX_WITH_BIND_MW) q->wr_bind_mw = wr_bind_mw;
+  if (ops & IBV_QP_EX_WITH_LOCAL_INV) q->wr_local_inv = wr_local_inv;
   if (ops & IBV_QP_EX_WITH_RDMA_WRITE) q->wr_rdma_write = wr_rdma_write;
   if (ops & IBV_QP_EX_WITH_RDMA_WRITE_WITH_IMM) q->wr_rdma_write_imm = wr_rdma_write_imm;
   if (ops & IBV_QP_EX_WITH_RDMA_READ) q->wr_rdma_read = wr_rdma_read;

@@ -249,6 +249,8 @@ ibv_wc_status HostFabric::transmit(transport::SendSide& s, transport::SendWqe& w
   req.src_qpn = s.qp.qpn;
   req.slid = seg.header().lid;
   req.imm = w.imm_data;
+  req.has_inv = op->has_inv;
+  req.inv_rkey = w.imm_data;
   req.va = w.remote_addr;
   req.rkey = w.rkey;
   req.compare_add = w.compare_add;
@@ -340,7 +342,7 @@ uint32_t HostFabric::place_at_post(transport::SendSide& s, const ibv_send_wr& wr
   iovec iov{reinterpret_cast<void*>(sge.addr), length};
   if ((wr.send_flags & IBV_SEND_INLINE) == 0) {
     MrRef source;
-    if (transport::check_key(seg, sge.lkey, false, s.qp.self, s.qp.pd_id, sge.addr, length, 0, &source) !=
+    if (transport::check_key(seg, sge.lkey, false, s.qp.self, s.qp.pd_id, 0, sge.addr, length, 0, &source) !=
         KeyCheck::kOk)
       return 0;  // transmit fails it with the local error
     iov.iov_base = reinterpret_cast<void*>(source.va);

@@ -138,7 +138,7 @@ Status deregister_mr(Mr* mr) {
 
 Result<Mr*> import_mr(Pd* pd, uint32_t handle) {
   shm::Segment& seg = pd->ctx->device().seg();
-  if (handle >= shm::kMaxMrs) return Status::error(EINVAL);
+  if (handle >= shm::kFirstMwSlot) return Status::error(EINVAL);  // windows are not importable
   const shm::SharedMr& m = seg.mr(handle);
   const uint32_t rkey = m.rkey.load(std::memory_order_acquire);
   // Slot 0 and a slot being published (lkey 1) or gone (keys 0) name nothing.

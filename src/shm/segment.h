@@ -17,7 +17,7 @@
 namespace softverbs::shm {
 
 inline constexpr uint64_t kMagic = 0x5356'4445'5649'4345ull;  // "SVDEVICE"
-inline constexpr uint32_t kLayoutVersion = 6;
+inline constexpr uint32_t kLayoutVersion = 7;
 
 constexpr uint64_t align_up(uint64_t v, uint64_t a) { return (v + a - 1) / a * a; }
 
@@ -28,7 +28,8 @@ struct Layout {
   static constexpr uint64_t kCqs = align_up(kQps + kMaxQpSlots * sizeof(SharedQp), kPageSize);
   static constexpr uint64_t kSrqs = align_up(kCqs + kMaxCqs * sizeof(SharedCq), kPageSize);
   static constexpr uint64_t kMrs = align_up(kSrqs + kMaxSrqs * sizeof(SharedSrq), kPageSize);
-  static constexpr uint64_t kArenaBitmap = align_up(kMrs + kMaxMrs * sizeof(SharedMr), kPageSize);
+  static constexpr uint64_t kXrcds = align_up(kMrs + kMaxMrs * sizeof(SharedMr), kPageSize);
+  static constexpr uint64_t kArenaBitmap = align_up(kXrcds + kMaxXrcds * sizeof(SharedXrcd), kPageSize);
   static constexpr uint64_t kArenaPages = kArenaBytes / kPageSize;
   static constexpr uint64_t kArena = align_up(kArenaBitmap + kArenaPages / 8, 1 << 21);
   static constexpr uint64_t kTotal = kArena + kArenaBytes;
@@ -52,6 +53,7 @@ class Segment {
   SharedCq& cq(uint32_t slot) const { return at<SharedCq>(Layout::kCqs)[slot]; }
   SharedSrq& srq(uint32_t slot) const { return at<SharedSrq>(Layout::kSrqs)[slot]; }
   SharedMr& mr(uint32_t slot) const { return at<SharedMr>(Layout::kMrs)[slot]; }
+  SharedXrcd& xrcd(uint32_t slot) const { return at<SharedXrcd>(Layout::kXrcds)[slot]; }
   template <class T>
   T* ptr(Offset off) const { return reinterpret_cast<T*>(base_ + off); }
   const std::string& path() const { return path_; }

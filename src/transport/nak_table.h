@@ -7,6 +7,7 @@
 
 #include <cstdint>
 
+#include "transport/qp_types.h"
 #include "transport/request.h"
 
 namespace softverbs::transport {
@@ -21,6 +22,7 @@ enum class RespError : uint8_t {
   kMisaligned,      // atomic not 8-byte aligned (C9-… : invalid request)
   kRecvLkey,        // the receive WQE's SGE fails its L_Key check
   kTargetMemory,    // the owner's memory could not be reached
+  kXrcSrq,          // XRC: the XRCETH names no XRC SRQ of the QP's domain (IBA A14)
 };
 
 struct NakEffect {
@@ -33,7 +35,7 @@ struct NakEffect {
 
 constexpr NakEffect nak_effect(RespError e, uint8_t qp_type) {
   using K = Response::Kind;
-  if (qp_type != IBV_QPT_RC) {
+  if (!reliable_qp(qp_type)) {
     // UC and UD never answer: the message is dropped (IBA 9.9.4); a receive
     // WQE already taken completes in error, the QP stays usable.
     const int st = e == RespError::kRecvTooSmall ? IBV_WC_LOC_LEN_ERR
@@ -47,6 +49,7 @@ constexpr NakEffect nak_effect(RespError e, uint8_t qp_type) {
     case RespError::kUnsupported:
     case RespError::kLengthMismatch:
     case RespError::kMisaligned:
+    case RespError::kXrcSrq:
       return {K::kNak, NakCode::kInvalidRequest, IBV_WC_REM_INV_REQ_ERR, IBV_EVENT_QP_REQ_ERR, true};
     case RespError::kRecvTooSmall: return {K::kNak, NakCode::kInvalidRequest, IBV_WC_LOC_LEN_ERR, -1, true};
     case RespError::kRkey:

@@ -32,6 +32,7 @@ struct Request {
   uint64_t swap = 0;
   uint32_t imm = 0;         // network byte order
   uint32_t qkey = 0;        // DETH (UD)
+  uint32_t xrc_srqn = 0;    // XRCETH (XRC): the XRC SRQ at the responder
   // UD: the 40 bytes the receive buffer starts with (IBA 11.4.1.2: the GRH,
   // or for RoCEv2 over IPv4 the IPv4 header in its last 20); with_grh: valid.
   const uint8_t* grh = nullptr;

@@ -5,6 +5,7 @@
 #include <algorithm>
 #include <cstring>
 
+#include "transport/qp_types.h"
 #include "transport/responder.h"
 #include "util/tsan.h"
 #include "wire/opcode.h"
@@ -16,22 +17,23 @@ namespace {
 
 using F = wire::OpFlag;
 
-wire::Opcode response_opcode(uint32_t shape) {
-  return wire::find_opcode(wire::QpTypes::kRc, F::kResponse | shape).value_or(wire::Opcode{0xff});
+wire::Opcode response_opcode(uint8_t transport, uint32_t shape) {
+  return wire::find_opcode(transport, F::kResponse | shape).value_or(wire::Opcode{0xff});
 }
 
 }  // namespace
 
 void answer_request(const shm::SharedQp& qp, const Request& req, const Response& resp, bool ack_req, uint32_t mtu,
                     PacketSink& sink) {
-  if (qp.qp_type != IBV_QPT_RC) return;  // UC and UD answer nothing
+  if (!reliable_qp(qp.qp_type)) return;  // UC and UD answer nothing
+  const uint8_t transport = wire_transport(qp.qp_type);
   uint8_t buf[wire::kMaxPacketBytes];
   wire::TransportHeaders h;
   h.bth.dest_qp = qp.dest_qpn;
   h.bth.pkey = 0xffff;
   auto acknowledge = [&](const wire::Aeth& aeth, uint32_t psn) {
     h.aeth = aeth;
-    h.bth.opcode = response_opcode(F::kAck | F::kOnly);
+    h.bth.opcode = response_opcode(transport, F::kAck | F::kOnly);
     h.bth.psn = wire::Psn(psn);
     wire::PacketBuilder b(buf);
     if (b.build(h, 0) == wire::PacketError::kOk) sink.send(b.packet());
@@ -58,7 +60,7 @@ void answer_request(const shm::SharedQp& qp, const Request& req, const Response&
       const uint64_t offset = static_cast<uint64_t>(k) * mtu;
       const uint32_t len =
           static_cast<uint32_t>(std::min<uint64_t>(mtu, req.dma_length - std::min<uint64_t>(offset, req.dma_length)));
-      h.bth.opcode = response_opcode(F::kRead | (position == 0 ? F::kMiddle : position));
+      h.bth.opcode = response_opcode(transport, F::kRead | (position == 0 ? F::kMiddle : position));
       h.bth.psn = wire::psn_add(wire::Psn(req.psn), k);
       wire::PacketBuilder b(buf);
       if (b.build(h, len) != wire::PacketError::kOk) return;
@@ -71,7 +73,7 @@ void answer_request(const shm::SharedQp& qp, const Request& req, const Response&
     return;
   }
   if (req.kind == ReqKind::kCmpSwap || req.kind == ReqKind::kFetchAdd) {
-    h.bth.opcode = response_opcode(F::kAck | F::kAtomic | F::kOnly);
+    h.bth.opcode = response_opcode(transport, F::kAck | F::kAtomic | F::kOnly);
     h.bth.psn = wire::Psn(req.psn);
     h.atomic_ack_eth.orig = resp.original;
     wire::PacketBuilder b(buf);

@@ -30,6 +30,7 @@ struct SendWqe {
   uint64_t swap;
   uint32_t remote_qpn;   // UD
   uint32_t remote_qkey;  // UD
+  uint32_t remote_srqn;  // XRC: the XRC SRQ at the destination (XRCETH)
   const ibv_ah_attr* ah; // UD: the address handle's (the application keeps it until completion)
   uint32_t psn;          // first PSN, assigned when first sent
   uint32_t packets;      // PSNs it consumes

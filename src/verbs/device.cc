@@ -6,6 +6,7 @@
 #include "shm/process_registry.h"
 #include "verbs/cq.h"
 #include "verbs/qp.h"
+#include "verbs/srq.h"
 
 namespace softverbs::verbs {
 namespace {
@@ -106,6 +107,11 @@ void Device::deliver_qp_event(uint32_t slot, uint64_t bits) {
   if (bits == 0) return;
   std::lock_guard lock(registry_mu_);
   if (Qp* qp = qps_[slot]) qp->on_remote_event(bits);
+}
+
+void Device::deliver_srq_event(uint32_t slot) {
+  std::lock_guard lock(registry_mu_);
+  if (Srq* srq = srqs_[slot]) srq->raise_limit_event();
 }
 
 void Device::qp_timer(uint32_t slot, const transport::SendSide* side) {

@@ -17,6 +17,9 @@ fail() { echo "FAIL: $*" >&2; exit 1; }
 # A TCP port for the pingpong rendezvous that nothing else uses.
 port=$(( 20000 + ($$ % 20000) ))
 
+# What a pingpong prints when it passed (ibv_xsrq_pingpong: "success").
+done_word="iters in"
+
 pingpong() {  # pingpong <program> <args...>: server and client, both must pass
   local prog=$1; shift
   local log
@@ -33,8 +36,8 @@ pingpong() {  # pingpong <program> <args...>: server and client, both must pass
   done
   echo "client: $out" | tail -2
   wait "$spid" || fail "$prog $* server failed: $(cat "$log")"
-  grep -q "iters in" <<<"$out" || fail "$prog $* client failed: $out"
-  grep -q "iters in" "$log" || fail "$prog $* server printed no result: $(cat "$log")"
+  grep -q "$done_word" <<<"$out" || fail "$prog $* client failed: $out"
+  grep -q "$done_word" "$log" || fail "$prog $* server printed no result: $(cat "$log")"
   rm -f "$log"
   port=$((port + 1))
 }
@@ -95,6 +98,15 @@ case $scenario in
   srq_pingpong_events)
     pingpong ibv_srq_pingpong -e -n 1000
     pingpong ibv_srq_pingpong -e -s 65536 -n 300 -c
+    ;;
+  xsrq_pingpong)
+    # XRC: each end sends on an XRC_SEND QP to the peer's XRC_RECV QP, naming
+    # the peer's XRC SRQ. Both processes open the XRC domain through
+    # /tmp/xrc_domain, so on one device they share it. It checks no data.
+    done_word=success
+    for size in 1 4096 65536; do pingpong ibv_xsrq_pingpong -s "$size" -n 500; done
+    pingpong ibv_xsrq_pingpong -g 0 -n 500
+    pingpong ibv_xsrq_pingpong -e -n 300
     ;;
   *) fail "unknown scenario $scenario" ;;
 esac

@@ -5,7 +5,7 @@
 #   rc_pingpong.sh <dir of libibverbs.so.1> <scenario>
 #   scenarios: v4 (IPv4 GID), v6 (IPv6 GID), big (1 MiB messages), mtu4096,
 #              uc, uc-v6, ud, ud-v6, srq (ibv_srq_pingpong: 4 RC QPs on one SRQ
-#              per side), srq-events
+#              per side), srq-events, xsrq (ibv_xsrq_pingpong: XRC)
 set -euo pipefail
 lib=$1
 scenario=$2
@@ -36,6 +36,8 @@ case $scenario in
   ud-v6) prog=ibv_ud_pingpong; args=(-g 0 -n 200 -s 512 -c); addr_a=$ADDR6_A addr_b=$ADDR6_B ;;
   srq) prog=ibv_srq_pingpong; args=(-g 0 -n 100 -q 4 -c) ;;
   srq-events) prog=ibv_srq_pingpong; args=(-g 0 -n 100 -q 4 -e -c) ;;
+  # XRC_SEND to the peer's XRC_RECV QP and XRC SRQ (XRCETH on the wire).
+  xsrq) prog=ibv_xsrq_pingpong; args=(-g 0 -n 200 -s 5000) ;;
   v4) ;;
   v6) addr_a=$ADDR6_A addr_b=$ADDR6_B ;;
   big) args=(-g 0 -n 20 -s 1048576 -c) ;;
@@ -61,10 +63,11 @@ in_b env $(env_for "$addr_b" b) timeout 60 $prog -d softverbs_roce0 -p $port "${
 wait "$server" || rc=$?
 echo "--- server"; cat "$work/server.out"; echo "--- client"; cat "$work/client.out"
 [ $rc -eq 0 ] || { echo "FAIL: exit status $rc"; exit 1; }
-# Both ends report the bytes they moved and a rate.
+# Both ends report the bytes they moved and a rate (ibv_xsrq_pingpong: "success").
+done_line='^[0-9]+ bytes in [0-9.]+ seconds = [0-9.]+ Mbit/sec'
+[ "$prog" = ibv_xsrq_pingpong ] && done_line='^success$'
 for f in server client; do
-  grep -Eq '^[0-9]+ bytes in [0-9.]+ seconds = [0-9.]+ Mbit/sec' "$work/$f.out" ||
-    { echo "FAIL: no throughput line from the $f"; exit 1; }
+  grep -Eq "$done_line" "$work/$f.out" || { echo "FAIL: no result line from the $f"; exit 1; }
 done
 grep -q "GID" "$work/client.out" || { echo "FAIL: the client did not use a GID"; exit 1; }
 echo PASS

@@ -56,6 +56,9 @@ ibv_cq_ex* op_create_cq_ex(ibv_context* ctx, ibv_cq_init_attr_ex* attr);
 ibv_qp* op_create_qp_ex(ibv_context* ctx, ibv_qp_init_attr_ex* attr);
 ibv_srq* op_create_srq_ex(ibv_context* ctx, ibv_srq_init_attr_ex* attr);
 int op_get_srq_num(ibv_srq* srq, uint32_t* srq_num);
+ibv_qp* op_open_qp(ibv_context* ctx, ibv_qp_open_attr* attr);
+ibv_xrcd* op_open_xrcd(ibv_context* ctx, ibv_xrcd_init_attr* attr);
+int op_close_xrcd(ibv_xrcd* xrcd);
 int op_modify_cq(ibv_cq* cq, ibv_modify_cq_attr* attr);
 
 }  // namespace softverbs::abi

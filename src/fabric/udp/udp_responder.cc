@@ -9,6 +9,7 @@
 #include "transport/completer.h"
 #include "transport/requester.h"
 #include "transport/response_packets.h"
+#include "util/log.h"
 #include "wire/ud_grh.h"
 
 namespace softverbs::fabric::udp {
@@ -39,6 +40,17 @@ void UdpFabric::on_request(const Endpoint& ep, const Peer& from, uint32_t slot, 
   if (!ud && (!host_->with_send_side(slot, bth.dest_qp, check_peer, &peer) || !peer.matches)) {
     c.dropped_requests.fetch_add(1, std::memory_order_relaxed);
     return;
+  }
+  // The responder runs here and reaches memory as ours: an XRC request for
+  // another process's SRQ (one domain shared through a file) cannot be
+  // carried out here. Dropped: the requester's retries run out.
+  if (qp.qp_type == IBV_QPT_XRC_RECV && v.has(wire::Header::kXrceth)) {
+    const shm::SharedSrq& srq = seg.srq(v.xrceth().srqn & (shm::kMaxSrqs - 1));
+    if (srq.srqn == v.xrceth().srqn && !(srq.owner == host_->self())) {
+      SV_LOG_RATELIMITED(kDebug, "RoCE: XRC SRQ %#x is another process's: dropped", v.xrceth().srqn);
+      c.dropped_requests.fetch_add(1, std::memory_order_relaxed);
+      return;
+    }
   }
   const uint32_t mtu = mtu_bytes(ud ? static_cast<uint8_t>(port().mtu) : qp.path_mtu);
   uint8_t grh[wire::kUdGrhBytes];

@@ -7,6 +7,7 @@
 // domain through one file, a third sending into it.
 #include <fcntl.h>
 #include <gtest/gtest.h>
+#include <poll.h>
 #include <unistd.h>
 
 #include <cstdlib>
@@ -204,19 +205,33 @@ bool post_xrc_recv(ibv_srq* srq, uint64_t id, ibv_sge sge) {
   return rc == 0;
 }
 
+// The next asynchronous event within `timeout` (not acked); false if none came.
+bool next_event(ibv_context* ctx, ibv_async_event* ev, Millis timeout) {
+  const int flags = ::fcntl(ctx->async_fd, F_GETFL);
+  ::fcntl(ctx->async_fd, F_SETFL, flags | O_NONBLOCK);
+  const Deadline deadline(timeout);
+  for (;;) {
+    if (ibv_get_async_event(ctx, ev) == 0) return true;
+    if (deadline.expired()) return false;
+    pollfd pfd{ctx->async_fd, POLLIN, 0};
+    (void)::poll(&pfd, 1, deadline.poll_ms(50));
+  }
+}
+
 constexpr uint32_t kSendPsn = 0x1000, kRecvPsn = 0x2000;
 constexpr size_t kMsg = 3000;
 constexpr size_t kAtomicAt = 3 * 4096 + 8;
 
 // One XRC_SEND QP to one XRC_RECV QP: SEND into the named SRQ (its CQ, the
-// XRC_RECV QP's number, the sender's as src_qp), then WRITE, READ and
-// FETCH_ADD on memory of the SRQ's PD.
+// XRC_RECV QP's number, the sender's as src_qp; the SRQ's limit event, to
+// the SRQ's owner), then WRITE, READ and FETCH_ADD on memory of the SRQ's PD.
 TEST(Xrc, SendWriteReadAtomicThroughTheNamedSrq) {
   run_pair(
       "target",
       [](Proc& p) {
         auto ep = Endpoint::open();
         ASSERT_NE(nullptr, ep);
+        EXPECT_NE(0, ep->dev.device_cap_flags & IBV_DEVICE_XRC);
         CqPtr cq = create_cq(ep->ctx.get(), 16);
         ASSERT_NE(nullptr, cq);
         XrcdPtr xrcd = open_xrcd(ep->ctx.get(), -1, O_CREAT);
@@ -227,6 +242,10 @@ TEST(Xrc, SendWriteReadAtomicThroughTheNamedSrq) {
         ASSERT_NE(nullptr, mem);
         std::memset(mem->data() + kAtomicAt, 0, 8);
         ASSERT_TRUE(post_xrc_recv(srq.get(), 77, mem->sge(0, 4096)));
+        ASSERT_TRUE(post_xrc_recv(srq.get(), 78, mem->sge(0, 4096)));
+        ibv_srq_attr limit{};
+        limit.srq_limit = 2;  // one taken leaves one: below the limit
+        ASSERT_EQ(0, ibv_modify_srq(srq.get(), &limit, IBV_SRQ_LIMIT));
         QpPtr qp = xrc_recv_qp(ep->ctx.get(), xrcd.get());
         ASSERT_NE(nullptr, qp);
         XrcInfo mine = info_of(qp.get(), ep->port, kRecvPsn);
@@ -247,6 +266,13 @@ TEST(Xrc, SendWriteReadAtomicThroughTheNamedSrq) {
         EXPECT_TRUE(check_wc(wc, want));
         EXPECT_EQ(theirs.qpn, wc.src_qp) << "src_qp: the XRC_SEND QP";
         EXPECT_TRUE(expect_pattern(mem->data(), kMsg, 0x51, "the SEND's data"));
+        ibv_async_event ev{};
+        ASSERT_TRUE(next_event(ep->ctx.get(), &ev, scaled(kOpTimeout))) << "no SRQ limit event";
+        EXPECT_EQ(IBV_EVENT_SRQ_LIMIT_REACHED, ev.event_type);
+        if (ev.event_type == IBV_EVENT_SRQ_LIMIT_REACHED) {
+          EXPECT_EQ(srq.get(), ev.element.srq);
+        }
+        ibv_ack_async_event(&ev);
         ASSERT_TRUE(p.peer().wait("done"));
         EXPECT_TRUE(expect_pattern(mem->data() + 4096, 4096, 0x52, "the WRITE's data"));
         uint64_t word = 0;

@@ -42,6 +42,43 @@ pingpong() {  # pingpong <program> <args...>: server and client, both must pass
   port=$((port + 1))
 }
 
+# ibv_xsrq_pingpong's server with several clients (-c): xsrq_clients <n> <args...>.
+# The server's XRC_SEND QP to one client's XRC_RECV QP names another
+# client's SRQ on alternate messages: one process's QP delivers into another
+# process's SRQ of the domain they share (/tmp/xrc_domain).
+xsrq_clients() {
+  local n=$1; shift
+  local slog
+  slog=$(mktemp)
+  timeout 120 ibv_xsrq_pingpong -d softverbs0 -p "$port" -c "$n" "$@" >"$slog" 2>&1 &
+  local spid=$!
+  pids+=("$spid")
+  local logs=() cpids=() i
+  for i in $(seq "$n"); do
+    logs+=("$(mktemp)")
+    (
+      for _ in $(seq 50); do
+        timeout 120 ibv_xsrq_pingpong -d softverbs0 -p "$port" "$@" localhost >"${logs[-1]}" 2>&1 && exit 0
+        # The server may not listen yet: retry the rendezvous only, never a failed run.
+        grep -q "Couldn't connect" "${logs[-1]}" || exit 1
+        sleep 0.1
+      done
+      exit 1
+    ) &
+    cpids+=("$!")
+    pids+=("$!")
+  done
+  for i in "${!cpids[@]}"; do
+    wait "${cpids[$i]}" || fail "ibv_xsrq_pingpong -c $n $* client $i failed: $(cat "${logs[$i]}")"
+    grep -q success "${logs[$i]}" || fail "client $i printed no result: $(cat "${logs[$i]}")"
+  done
+  wait "$spid" || fail "ibv_xsrq_pingpong -c $n $* server failed: $(cat "$slog")"
+  grep -q success "$slog" || fail "ibv_xsrq_pingpong -c $n server printed no result: $(cat "$slog")"
+  echo "ibv_xsrq_pingpong -c $n $*: server and $n clients: success"
+  rm -f "$slog" "${logs[@]}"
+  port=$((port + 1))
+}
+
 case $scenario in
   devices)
     out=$(ibv_devices) || fail "ibv_devices: $out"
@@ -107,6 +144,8 @@ case $scenario in
     for size in 1 4096 65536; do pingpong ibv_xsrq_pingpong -s "$size" -n 500; done
     pingpong ibv_xsrq_pingpong -g 0 -n 500
     pingpong ibv_xsrq_pingpong -e -n 300
+    xsrq_clients 2 -n 300
+    xsrq_clients 3 -s 100 -n 200
     ;;
   *) fail "unknown scenario $scenario" ;;
 esac

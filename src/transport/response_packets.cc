@@ -24,7 +24,7 @@ wire::Opcode response_opcode(uint8_t transport, uint32_t shape) {
 }  // namespace
 
 void answer_request(const shm::SharedQp& qp, const Request& req, const Response& resp, bool ack_req, uint32_t mtu,
-                    PacketSink& sink) {
+                    TargetMemory& mem, PacketSink& sink) {
   if (!reliable_qp(qp.qp_type)) return;  // UC and UD answer nothing
   const uint8_t transport = wire_transport(qp.qp_type);
   uint8_t buf[wire::kMaxPacketBytes];
@@ -65,8 +65,11 @@ void answer_request(const shm::SharedQp& qp, const Request& req, const Response&
       wire::PacketBuilder b(buf);
       if (b.build(h, len) != wire::PacketError::kOk) return;
       if (len > 0 && resp.data_mr != nullptr) {
-        const UnsyncedAccess from_the_region;
-        std::memcpy(b.payload().data(), reinterpret_cast<const void*>(resp.data_va + offset), len);
+        const iovec to{b.payload().data(), len};
+        // Unreachable now (its owner died): unanswered, the requester retries.
+        if (!mem.read(*static_cast<const shm::SharedMr*>(resp.data_mr), resp.data_va + offset, len, IoList{&to, 1, len}, 0)
+                 .is_ok())
+          return;
       }
       sink.send(b.packet());
     }
@@ -109,7 +112,7 @@ PacketVerdict serve_request_packet(shm::Segment& seg, uint32_t slot, const wire:
   c.rcv_packets.fetch_add(req.packets, std::memory_order_relaxed);
   c.rcv_bytes.fetch_add(req.payload.bytes, std::memory_order_relaxed);
   const Response resp = respond(seg, slot, req, mem, notifier);
-  answer_request(qp, req, resp, packet.bth().ack_req, mtu, sink);
+  answer_request(qp, req, resp, packet.bth().ack_req, mtu, mem, sink);
   return verdict;
 }
 

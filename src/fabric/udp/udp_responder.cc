@@ -9,7 +9,6 @@
 #include "transport/completer.h"
 #include "transport/requester.h"
 #include "transport/response_packets.h"
-#include "util/log.h"
 #include "wire/ud_grh.h"
 
 namespace softverbs::fabric::udp {
@@ -41,17 +40,6 @@ void UdpFabric::on_request(const Endpoint& ep, const Peer& from, uint32_t slot, 
     c.dropped_requests.fetch_add(1, std::memory_order_relaxed);
     return;
   }
-  // The responder runs here and reaches memory as ours: an XRC request for
-  // another process's SRQ (one domain shared through a file) cannot be
-  // carried out here. Dropped: the requester's retries run out.
-  if (qp.qp_type == IBV_QPT_XRC_RECV && v.has(wire::Header::kXrceth)) {
-    const shm::SharedSrq& srq = seg.srq(v.xrceth().srqn & (shm::kMaxSrqs - 1));
-    if (srq.srqn == v.xrceth().srqn && !(srq.owner == host_->self())) {
-      SV_LOG_RATELIMITED(kDebug, "RoCE: XRC SRQ %#x is another process's: dropped", v.xrceth().srqn);
-      c.dropped_requests.fetch_add(1, std::memory_order_relaxed);
-      return;
-    }
-  }
   const uint32_t mtu = mtu_bytes(ud ? static_cast<uint8_t>(port().mtu) : qp.path_mtu);
   uint8_t grh[wire::kUdGrhBytes];
   if (ud) {
@@ -71,6 +59,29 @@ void UdpFabric::on_request(const Endpoint& ep, const Peer& from, uint32_t slot, 
   to_peer.fabric = this;
   to_peer.ep = &ep;
   to_peer.to = &from.gid;
+  // The responder runs here, in the QP's owner (its one writer, invariant 3).
+  // An XRC request lands in the memory of the SRQ it names, whose owner may
+  // be another process of the domain (shared through a file): reached as
+  // the host link reaches a peer. The responder checks the SRQ itself.
+  if (qp.qp_type == IBV_QPT_XRC_RECV && v.has(wire::Header::kXrceth)) {
+    const shm::SharedSrq& srq = seg.srq(v.xrceth().srqn & (shm::kMaxSrqs - 1));
+    if (srq.slot_state.load(std::memory_order_acquire) == static_cast<uint32_t>(shm::SlotState::kLive) &&
+        srq.srqn == v.xrceth().srqn && !(srq.owner == host_->self())) {
+      struct Serve {
+        shm::Segment* seg;
+        uint32_t slot;
+        const wire::PacketView* v;
+        uint32_t mtu;
+        transport::Notifier* notifier;
+        transport::PacketSink* sink;
+      } serve{&seg, slot, &v, mtu, &host_->notifier(), &to_peer};
+      fabric::with_peer_memory(seg, srq.owner, [](transport::TargetMemory& mem, void* arg) {
+        const auto* s = static_cast<Serve*>(arg);
+        transport::serve_request_packet(*s->seg, s->slot, *s->v, s->mtu, nullptr, mem, *s->notifier, *s->sink);
+      }, &serve);
+      return;
+    }
+  }
   transport::LocalMemory mem;  // the QP is ours
   transport::serve_request_packet(seg, slot, v, mtu, ud ? grh : nullptr, mem, host_->notifier(), to_peer);
 }

@@ -72,6 +72,10 @@ struct Target {
   const int slot = transport::qp_slot_of(seg, dest_qpn);
   if (slot < 0) return "no such QP";
   out->slot = static_cast<uint32_t>(slot);
+  // IBA 9.6.1.4: a packet of another transport than the QP's is not for it
+  // (the UDP link drops it on receipt): XRC reaches XRC_RECV QPs only.
+  if ((s.qp.qp_type == IBV_QPT_XRC_SEND) != (seg.qp(out->slot).qp_type == IBV_QPT_XRC_RECV))
+    return "another transport's QP";
   out->owner = seg.qp(out->slot).owner;
   out->local = out->owner == s.qp.self;
   if (!out->local && !shm::process_alive(seg, out->owner)) return "the QP's process is gone";

@@ -371,10 +371,11 @@ void Qp::enter_error_locked() {
   transport::flush_recv_queue(ctx_->device().seg(), slot_, ctx_->device().notifier());
 }
 
-Status Qp::modify(const ibv_qp_attr& a, int mask) {
+Status Qp::modify(const ibv_qp_attr& a, int given_mask) {
   // The QP's connection lives with its creator (the UDP link checks the
   // peer's address there): an opened handle cannot change it.
   if (opened_) return Status::error(EOPNOTSUPP);
+  const int mask = drop_ignored_attrs(static_cast<ibv_qp_type>(shared_->qp_type), given_mask);
   std::lock_guard lock(modify_mu_);
   const auto cur = static_cast<ibv_qp_state>(shared_->state.load(std::memory_order_acquire));
   if ((mask & IBV_QP_CUR_STATE) && util::raw_enum(a.cur_qp_state) != static_cast<unsigned>(cur))

@@ -95,6 +95,14 @@ QpTransitionRule qp_transition_rule(ibv_qp_type type, ibv_qp_state cur, ibv_qp_s
   return {true, c.required[ti], c.optional[ti]};
 }
 
+int drop_ignored_attrs(ibv_qp_type type, int mask) {
+  switch (type) {
+    case IBV_QPT_XRC_SEND: return mask & ~(DRD | RNRT);
+    case IBV_QPT_XRC_RECV: return mask & ~(IRD | RETRY | RNRR);
+    default: return mask;
+  }
+}
+
 Status check_qp_transition(ibv_qp_type type, ibv_qp_state cur, ibv_qp_state next, int mask) {
   const QpTransitionRule r = qp_transition_rule(type, cur, next);
   if (!r.valid) return Status::error(EINVAL);

@@ -11,6 +11,7 @@
 #include "transport/completer.h"
 #include "transport/mtu.h"
 #include "transport/requester.h"
+#include "transport/responder.h"
 #include "transport/wr_opcode_table.h"
 #include "util/log.h"
 #include "util/time.h"
@@ -25,7 +26,6 @@
 #include "verbs/qp_state_table.h"
 #include "verbs/srq.h"
 #include "verbs/xrcd.h"
-#include "transport/responder.h"
 
 namespace softverbs::verbs {
 
@@ -201,11 +201,11 @@ Result<Qp*> Qp::create(Context* ctx, ibv_qp_init_attr_ex* a) {
   pthread_cond_init(&q.cond, nullptr);
   qp->ex_.comp_mask = 0;
 
-  cap.max_send_wr = max_send_wr;
+  cap.max_send_wr = xrc_recv ? 0 : max_send_wr;  // its unused send queue is not offered
   cap.max_recv_wr = rq_capacity;
-  cap.max_send_sge = max_send_sge;
+  cap.max_send_sge = xrc_recv ? 0 : max_send_sge;
   cap.max_recv_sge = max_recv_sge;
-  cap.max_inline_data = max_inline;
+  cap.max_inline_data = xrc_recv ? 0 : max_inline;
   qp->init_.qp_context = a->qp_context;
   qp->init_.send_cq = q.send_cq;
   qp->init_.recv_cq = q.recv_cq;

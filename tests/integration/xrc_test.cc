@@ -457,6 +457,13 @@ TEST(Xrc, DomainVerbsAndTheirErrors) {
     EXPECT_EQ(nullptr, recv->pd);
     EXPECT_EQ(nullptr, recv->send_cq);
     EXPECT_EQ(nullptr, recv->recv_cq);
+    {
+      ibv_qp_attr attr{};
+      ibv_qp_init_attr init{};
+      ASSERT_EQ(0, ibv_query_qp(recv.get(), &attr, IBV_QP_CAP, &init));
+      EXPECT_EQ(0u, init.cap.max_send_wr) << "an XRC_RECV QP has no send queue";
+      EXPECT_EQ(0u, init.cap.max_recv_wr) << "nor a receive queue";
+    }
     QpPtr send = xrc_send_qp(ctx, ep->pd.get(), cq.get());
     ASSERT_NE(nullptr, send);
     ibv_recv_wr rwr{};

@@ -255,6 +255,16 @@ TEST(Xrc, SendWriteReadAtomicThroughTheNamedSrq) {
         ASSERT_TRUE(p.peer().send(mine));
         ASSERT_TRUE(p.peer().recv(&theirs));
         ASSERT_TRUE(connect_xrc(qp.get(), ep->port, kRecvPsn, theirs));
+        {
+          // Before any traffic: on UDP the receive thread's responder writes
+          // the expected PSN that ibv_query_qp reads (rq_psn), unsynchronised.
+          ibv_qp_attr attr{};
+          ibv_qp_init_attr init{};
+          ASSERT_EQ(0, ibv_query_qp(qp.get(), &attr, IBV_QP_STATE | IBV_QP_DEST_QPN, &init));
+          EXPECT_EQ(IBV_QPS_RTS, attr.qp_state);
+          EXPECT_EQ(theirs.qpn, attr.dest_qp_num);
+          EXPECT_EQ(IBV_QPT_XRC_RECV, init.qp_type);
+        }
         ASSERT_TRUE(p.peer().signal("ready"));
         ibv_wc wc{};
         ASSERT_TRUE(poll_one(cq.get(), &wc, scaled(kOpTimeout), "for the SEND, on the SRQ's CQ"));
@@ -279,12 +289,6 @@ TEST(Xrc, SendWriteReadAtomicThroughTheNamedSrq) {
         std::memcpy(&word, mem->data() + kAtomicAt, 8);
         EXPECT_EQ(5u, word) << "the FETCH_ADD";
         EXPECT_TRUE(expect_no_completion(cq.get(), quiet(), "after the SEND"));
-        ibv_qp_attr attr{};
-        ibv_qp_init_attr init{};
-        ASSERT_EQ(0, ibv_query_qp(qp.get(), &attr, IBV_QP_STATE | IBV_QP_DEST_QPN, &init));
-        EXPECT_EQ(IBV_QPS_RTS, attr.qp_state);
-        EXPECT_EQ(theirs.qpn, attr.dest_qp_num);
-        EXPECT_EQ(IBV_QPT_XRC_RECV, init.qp_type);
         ASSERT_TRUE(p.peer().signal("checked"));
       },
       "initiator",

@@ -55,6 +55,11 @@ void quiesce_local_access() {
   if (g_port.roce) udp::udp_fabric().quiesce();
 }
 
+void with_peer_memory(shm::Segment& seg, shm::OwnerId owner, void (*fn)(transport::TargetMemory&, void*), void* arg) {
+  host::PeerMemory mem(seg, owner);
+  fn(mem, arg);
+}
+
 Status attach(shm::Segment& seg, shm::OwnerId self) { return host::prepare_bounce_slots(seg, self); }
 bool serve(shm::Segment& seg, shm::OwnerId self) { return host::serve_bounce_requests(seg, self); }
 void sweep() { host::release_stale_mappings(); }

@@ -14,6 +14,7 @@
 #include "fabric/device_host.h"
 #include "fabric/fault/fault_config.h"
 #include "transport/link.h"
+#include "transport/target_memory.h"
 #include "util/status.h"
 #include "wire/roce_udp.h"
 
@@ -73,6 +74,12 @@ void unexport_region(const RegionExport& region);
 // the application may free the memory. The UDP fabric's responder reaches
 // our memory directly, under its receive locks.
 void quiesce_local_access();
+
+// Runs fn(memory, arg) with `owner`'s memory, another process of this
+// host's device, reached as the host link reaches a peer's (map, cma,
+// bounce): for a packet link's responder whose request lands in another
+// process (an XRC SRQ of a domain shared through a file).
+void with_peer_memory(shm::Segment& seg, shm::OwnerId owner, void (*fn)(transport::TargetMemory&, void*), void* arg);
 
 // The service thread's hooks. attach: once, when the process attaches to the
 // device; serve: each time it wakes (whether it did any work); sweep: every

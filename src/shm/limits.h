@@ -11,6 +11,7 @@ inline constexpr uint32_t kQpSlotBits = 14;                // QPN = gen(10 bits)
 inline constexpr uint32_t kMaxQpSlots = 1u << kQpSlotBits;  // slots 0 and 1 are the reserved QPNs
 inline constexpr uint32_t kMaxCqs = 16384;
 inline constexpr uint32_t kMaxSrqs = 4096;
+inline constexpr uint32_t kMaxXrcds = 256;
 inline constexpr uint32_t kMrSlotBits = 16;                 // the key table: MRs, then memory windows
 inline constexpr uint32_t kMaxMrs = 1u << kMrSlotBits;      // slots of the key table, both kinds
 inline constexpr uint32_t kFirstMwSlot = kMaxMrs / 2;       // windows take the upper half (mem_ops.h: keys)

@@ -95,6 +95,7 @@ struct alignas(64) ProcessSlot {
   // Work for the service thread, set by peers before they ring the doorbell.
   alignas(64) std::atomic<uint64_t> cq_event_bits[kMaxCqs / 64];
   std::atomic<uint64_t> qp_event_bits[kMaxQpSlots / 64];
+  std::atomic<uint64_t> srq_event_bits[kMaxSrqs / 64];  // XRC SRQ limits
   BounceSlot bounce[kBounceSlots];
   alignas(64) PortCounters port;
 };
@@ -228,6 +229,7 @@ struct alignas(64) SharedQp {
   uint32_t recv_cq;                  // CQ slot
   uint32_t send_cq;
   uint32_t srq;                      // SRQ slot + 1; 0 = none
+  uint32_t xrcd;                     // XRC_RECV: its domain's slot + 1; 0 = none
   uint16_t dlid;
   uint16_t pkey_index;
   std::atomic<uint64_t> pending_async;  // bits (1 << ibv_event_type) raised by peers
@@ -245,7 +247,9 @@ struct alignas(64) SharedSrq {
   OwnerId owner;
   uint64_t dead_since_ns;
   uint32_t pd_id;
-  uint32_t recv_cq;                  // unused for plain SRQs (each QP names its CQ)
+  uint32_t recv_cq;                  // XRC SRQs: their CQ (a basic SRQ's QPs name their own)
+  uint32_t xrcd;                     // XRC SRQs: the domain's slot + 1; 0 = a basic SRQ
+  uint32_t srqn;                     // XRC SRQ number: generation above the slot (kept across claims)
   std::atomic<uint64_t> pending_async;
   RecvQueue rq;
 };
@@ -334,6 +338,18 @@ struct alignas(64) SharedMcastGroup {
   uint16_t reserved;
   uint8_t mgid[16];
   std::atomic<uint32_t> qpn[kMaxMcastQpAttach];  // 0 = empty entry
+};
+
+// An XRC domain (ibv_open_xrcd). One opened through a file is found by the
+// file's inode, so that every process opening that file shares it; ino 0 is
+// a domain private to its opener. Written under SegmentHeader::control only;
+// the responder reads slot_state to check an SRQ's domain is still there.
+struct alignas(64) SharedXrcd {
+  std::atomic<uint32_t> slot_state;  // SlotState: kLive while opened, else kFree
+  uint32_t opens;                    // handles open, all processes together
+  uint64_t dev;
+  uint64_t ino;
+  uint16_t opens_by[kMaxProcesses];  // per process slot: what a dead process held
 };
 
 struct alignas(4096) SegmentHeader {

@@ -63,6 +63,7 @@ Result<OwnerId> attach_process(Segment& seg) {
         p.cma_refused.store(0);
         for (auto& w : p.cq_event_bits) w.store(0, std::memory_order_relaxed);
         for (auto& w : p.qp_event_bits) w.store(0, std::memory_order_relaxed);
+        for (auto& w : p.srq_event_bits) w.store(0, std::memory_order_relaxed);
         for (auto& b : p.bounce) b.state.store(static_cast<uint32_t>(BounceState::kFree));
         p.state.store(static_cast<uint32_t>(SlotState::kLive), std::memory_order_release);
         return OwnerId{i, p.generation};
@@ -162,8 +163,24 @@ void retire_objects_of(Segment& seg, OwnerId who) {
   }
 }
 
+void release_xrcds_of(Segment& seg, OwnerId who) {
+  for (uint32_t i = 0; i < kMaxXrcds; ++i) {
+    SharedXrcd& x = seg.xrcd(i);
+    if (x.slot_state.load(std::memory_order_relaxed) != static_cast<uint32_t>(SlotState::kLive) ||
+        x.opens_by[who.slot] == 0)
+      continue;
+    x.opens -= x.opens_by[who.slot];
+    x.opens_by[who.slot] = 0;
+    if (x.opens == 0) x.slot_state.store(static_cast<uint32_t>(SlotState::kFree), std::memory_order_release);
+  }
+}
+
 void detach_process(Segment& seg, OwnerId self) {
   retire_objects_of(seg, self);
+  {
+    ControlLock lock(seg);
+    release_xrcds_of(seg, self);
+  }
   ProcessSlot& p = seg.process(self.slot);
   p.dead_since_ns = now_ns();
   p.state.store(static_cast<uint32_t>(SlotState::kDead), std::memory_order_release);
@@ -224,6 +241,7 @@ void sweep(Segment& seg) {
       continue;
     SV_LOG(kInfo, "process %d (slot %u) died; reclaiming its objects", p.pid, i);
     retire_objects_of(seg, who);
+    release_xrcds_of(seg, who);
     p.dead_since_ns = now_ns();
     p.state.store(static_cast<uint32_t>(SlotState::kDead), std::memory_order_release);
   }

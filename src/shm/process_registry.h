@@ -31,6 +31,9 @@ bool process_alive(Segment& seg, OwnerId who);
 void sweep(Segment& seg);
 // Phase 1 for all objects of `who` (exposed for tests).
 void retire_objects_of(Segment& seg, OwnerId who);
+// The XRC domain handles `who` held open; a domain no process holds is freed.
+// REQUIRES: the control lock.
+void release_xrcds_of(Segment& seg, OwnerId who);
 
 // Moves a QP's share of the port counters (QpCounters::port_*) into `to`.
 void fold_port_share(QpCounters& from, PortCounters& to);

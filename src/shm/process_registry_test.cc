@@ -75,5 +75,26 @@ TEST_F(ProcessRegistryTest, SweepNeverBuriesAProcessThatIsAttaching) {
   }
 }
 
+// An XRC domain lives while any process holds it open: a process that is
+// gone gives back exactly the opens it held, and the last one frees it.
+TEST_F(ProcessRegistryTest, ReleasingAProcesssXrcdOpensFreesTheLastDomain) {
+  ControlLock lock(*seg_);
+  SharedXrcd& x = seg_->xrcd(3);
+  x.ino = 42;
+  x.opens = 3;
+  x.opens_by[5] = 2;
+  x.opens_by[7] = 1;
+  x.slot_state.store(static_cast<uint32_t>(SlotState::kLive));
+  release_xrcds_of(*seg_, OwnerId{5, 1});
+  EXPECT_EQ(1u, x.opens);
+  EXPECT_EQ(0u, x.opens_by[5]);
+  EXPECT_EQ(static_cast<uint32_t>(SlotState::kLive), x.slot_state.load());
+  release_xrcds_of(*seg_, OwnerId{9, 1});  // held none: nothing changes
+  EXPECT_EQ(1u, x.opens);
+  release_xrcds_of(*seg_, OwnerId{7, 4});
+  EXPECT_EQ(0u, x.opens);
+  EXPECT_EQ(static_cast<uint32_t>(SlotState::kFree), x.slot_state.load());
+}
+
 }  // namespace
 }  // namespace softverbs::shm

@@ -29,8 +29,8 @@ struct Layout {
   static constexpr uint64_t kSrqs = align_up(kCqs + kMaxCqs * sizeof(SharedCq), kPageSize);
   static constexpr uint64_t kMrs = align_up(kSrqs + kMaxSrqs * sizeof(SharedSrq), kPageSize);
   static constexpr uint64_t kMcastGroups = align_up(kMrs + kMaxMrs * sizeof(SharedMr), kPageSize);
-  static constexpr uint64_t kArenaBitmap =
-      align_up(kMcastGroups + kMaxMcastGroups * sizeof(SharedMcastGroup), kPageSize);
+  static constexpr uint64_t kXrcds = align_up(kMcastGroups + kMaxMcastGroups * sizeof(SharedMcastGroup), kPageSize);
+  static constexpr uint64_t kArenaBitmap = align_up(kXrcds + kMaxXrcds * sizeof(SharedXrcd), kPageSize);
   static constexpr uint64_t kArenaPages = kArenaBytes / kPageSize;
   static constexpr uint64_t kArena = align_up(kArenaBitmap + kArenaPages / 8, 1 << 21);
   static constexpr uint64_t kTotal = kArena + kArenaBytes;
@@ -55,6 +55,7 @@ class Segment {
   SharedSrq& srq(uint32_t slot) const { return at<SharedSrq>(Layout::kSrqs)[slot]; }
   SharedMr& mr(uint32_t slot) const { return at<SharedMr>(Layout::kMrs)[slot]; }
   SharedMcastGroup& mcast_group(uint32_t i) const { return at<SharedMcastGroup>(Layout::kMcastGroups)[i]; }
+  SharedXrcd& xrcd(uint32_t slot) const { return at<SharedXrcd>(Layout::kXrcds)[slot]; }
   template <class T>
   T* ptr(Offset off) const { return reinterpret_cast<T*>(base_ + off); }
   const std::string& path() const { return path_; }

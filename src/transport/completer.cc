@@ -1,4 +1,5 @@
 #include "transport/completer.h"
+#include "transport/qp_types.h"
 
 #include <algorithm>
 
@@ -194,7 +195,7 @@ void flush_recv_queue(shm::Segment& seg, uint32_t qp_slot, Notifier& notifier) {
     // 11.6.3 / ibv_get_async_event(3): an RC QP on an SRQ that went to
     // Error reports Last WQE Reached (it takes no more WQEs); the owner
     // reports it once per entry into Error (verbs::Qp::on_remote_event).
-    if (qp.qp_type == IBV_QPT_RC) notifier.qp_event(qp_slot, qp.owner, 1ull << IBV_EVENT_QP_LAST_WQE_REACHED);
+    if (reliable_qp(qp.qp_type)) notifier.qp_event(qp_slot, qp.owner, 1ull << IBV_EVENT_QP_LAST_WQE_REACHED);
     return;
   }
   if (qp.rq.ring == 0) return;

@@ -7,6 +7,7 @@
 
 #include <cstdint>
 
+#include "transport/qp_types.h"
 #include "transport/request.h"
 
 namespace softverbs::transport {
@@ -22,6 +23,7 @@ enum class RespError : uint8_t {
   kRecvLkey,        // the receive WQE's SGE fails its L_Key check
   kTargetMemory,    // the owner's memory could not be reached
   kInvalidate,      // SEND WITH INVALIDATE names no valid type 2 window of the QP's (IBA 10.6.7.2.3)
+  kXrcSrq,          // XRC: the XRCETH names no XRC SRQ of the QP's domain (IBA A14)
 };
 
 struct NakEffect {
@@ -34,7 +36,7 @@ struct NakEffect {
 
 constexpr NakEffect nak_effect(RespError e, uint8_t qp_type) {
   using K = Response::Kind;
-  if (qp_type != IBV_QPT_RC) {
+  if (!reliable_qp(qp_type)) {
     // UC and UD never answer: the message is dropped (IBA 9.9.4); a receive
     // WQE already taken completes in error, the QP stays usable.
     const int st = e == RespError::kRecvTooSmall ? IBV_WC_LOC_LEN_ERR
@@ -49,6 +51,7 @@ constexpr NakEffect nak_effect(RespError e, uint8_t qp_type) {
     case RespError::kLengthMismatch:
     case RespError::kMisaligned:
     case RespError::kInvalidate:
+    case RespError::kXrcSrq:
       return {K::kNak, NakCode::kInvalidRequest, IBV_WC_REM_INV_REQ_ERR, IBV_EVENT_QP_REQ_ERR, true};
     case RespError::kRecvTooSmall: return {K::kNak, NakCode::kInvalidRequest, IBV_WC_LOC_LEN_ERR, -1, true};
     case RespError::kRkey:

@@ -19,6 +19,8 @@ class Notifier {
   virtual void cq_event(uint32_t cq_slot, shm::OwnerId owner) = 0;
   // Something the owner of a QP must act on: (1 << ibv_event_type) | kQpFlushRequest.
   virtual void qp_event(uint32_t qp_slot, shm::OwnerId owner, uint64_t bits) = 0;
+  // An XRC SRQ went below its armed limit (its taker may be another owner's QP).
+  virtual void srq_event(uint32_t srq_slot, shm::OwnerId owner) = 0;
   // The calling process's port counters.
   virtual shm::PortCounters& port_counters() = 0;
 };

@@ -11,13 +11,12 @@ namespace softverbs::transport {
 namespace {
 
 using wire::OpFlag;
-using wire::Opcode;
 
-ReqKind kind_of(const wire::OpcodeInfo& info, Opcode op) {
+ReqKind kind_of(const wire::OpcodeInfo& info) {
   if (info.any(OpFlag::kSend)) return ReqKind::kSend;
   if (info.any(OpFlag::kWrite)) return ReqKind::kWrite;
   if (info.any(OpFlag::kRead)) return ReqKind::kRead;
-  return op == Opcode::kRcCompareSwap ? ReqKind::kCmpSwap : ReqKind::kFetchAdd;
+  return info.any(OpFlag::kCompare) ? ReqKind::kCmpSwap : ReqKind::kFetchAdd;
 }
 
 }  // namespace
@@ -35,7 +34,7 @@ PacketVerdict request_from_packet(const wire::PacketView& v, const shm::SharedQp
   *iov = {const_cast<uint8_t*>(v.payload().data()), v.payload_length()};
   Request& req = *out;
   req = Request{};
-  req.kind = kind_of(info, v.opcode());
+  req.kind = kind_of(info);
   req.first = info.any(OpFlag::kFirst);
   req.last = last;
   req.has_imm = info.any(OpFlag::kImmediate);
@@ -66,6 +65,7 @@ PacketVerdict request_from_packet(const wire::PacketView& v, const shm::SharedQp
     req.inv_rkey = v.ieth().rkey;
   }
   if (req.kind == ReqKind::kRead) req.packets = std::max<uint32_t>(1, (req.dma_length + mtu - 1) / mtu);
+  if (v.has(wire::Header::kXrceth)) req.xrc_srqn = v.xrceth().srqn;
   if (ud) {
     req.qkey = v.deth().qkey;
     req.src_qpn = v.deth().src_qp;

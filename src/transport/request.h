@@ -34,6 +34,7 @@ struct Request {
   bool has_inv = false;     // SEND WITH INVALIDATE (its last packet): IETH
   uint32_t inv_rkey = 0;
   uint32_t qkey = 0;        // DETH (UD)
+  uint32_t xrc_srqn = 0;    // XRCETH (XRC): the XRC SRQ at the responder
   // UD: the 40 bytes the receive buffer starts with (IBA 11.4.1.2: the GRH,
   // or for RoCEv2 over IPv4 the IPv4 header in its last 20); with_grh: valid.
   const uint8_t* grh = nullptr;

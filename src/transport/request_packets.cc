@@ -4,6 +4,7 @@
 
 #include <algorithm>
 
+#include "transport/qp_types.h"
 #include "transport/wr_opcode_table.h"
 #include "wire/psn.h"
 
@@ -11,14 +12,6 @@ namespace softverbs::transport {
 namespace {
 
 using F = wire::OpFlag;
-
-uint8_t transport_of(uint8_t qp_type) {
-  switch (qp_type) {
-    case IBV_QPT_UC: return wire::QpTypes::kUc;
-    case IBV_QPT_UD: return wire::QpTypes::kUd;
-    default: return wire::QpTypes::kRc;
-  }
-}
 
 uint32_t operation_flags(ReqKind kind) {
   switch (kind) {
@@ -44,7 +37,7 @@ wire::Opcode opcode_for(uint8_t transport, uint32_t op, uint32_t position, bool 
 RequestPackets::RequestPackets(const SendSide& s, const SendWqe& w, const IoList& local, uint32_t from_psn)
     : side_(s), wqe_(w), local_(local) {
   const WrOpcodeInfo* op = wr_opcode(w.opcode);
-  const uint8_t transport = transport_of(s.qp.qp_type);
+  const uint8_t transport = wire_transport(s.qp.qp_type);
   const uint32_t flags = operation_flags(op->kind);
   only_ = opcode_for(transport, flags, F::kOnly, op->has_imm, op->has_inv);
   first_ = opcode_for(transport, flags, F::kFirst, op->has_imm, op->has_inv);
@@ -58,6 +51,7 @@ RequestPackets::RequestPackets(const SendSide& s, const SendWqe& w, const IoList
   bth.dest_qp = s.qp.qp_type == IBV_QPT_UD ? w.remote_qpn : s.conn.dest_qpn;
   h_.immdt.value = be32toh(w.imm_data);
   h_.ieth.rkey = w.imm_data;  // SEND WITH INVALIDATE: the R_Key, in host order in the WR
+  h_.xrceth.srqn = w.remote_srqn;  // carried by XRC opcodes only
   switch (op->kind) {
     case ReqKind::kRead: {
       // One request; resumed part-way it asks for the rest only (IBA 9.7.5.1.4).
@@ -91,7 +85,7 @@ RequestPackets::RequestPackets(const SendSide& s, const SendWqe& w, const IoList
   h_.reth.rkey = w.rkey;
   h_.reth.dma_length = static_cast<uint32_t>(local.bytes);
   count_ = w.packets;
-  next_ = s.qp.qp_type == IBV_QPT_RC ? skip : 0;
+  next_ = reliable_qp(s.qp.qp_type) ? skip : 0;
 }
 
 std::span<uint8_t> RequestPackets::next(std::span<uint8_t> buf) {
@@ -99,7 +93,7 @@ std::span<uint8_t> RequestPackets::next(std::span<uint8_t> buf) {
   const uint32_t k = next_++;
   const bool first = k == 0;
   const bool last = k + 1 == count_;
-  const bool reliable = side_.qp.qp_type == IBV_QPT_RC;
+  const bool reliable = reliable_qp(side_.qp.qp_type);
   wire::Bth& bth = h_.bth;
   const bool single = wqe_.packets == 1 || reads_remote(wqe_.opcode);
   bth.opcode = single ? only_ : first ? first_ : last ? last_ : middle_;

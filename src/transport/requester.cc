@@ -1,4 +1,5 @@
 #include "transport/requester.h"
+#include "transport/qp_types.h"
 
 #include <algorithm>
 
@@ -115,7 +116,7 @@ void progress(SendSide& s) {
     }
     // IBA 9.8, 9.9: UC and UD have no acknowledgements: a WQE is done once
     // its packets have left, whatever became of them.
-    if (s.qp.qp_type != IBV_QPT_RC && s.sq.done == index) complete_success(s, index);
+    if (!reliable_qp(s.qp.qp_type) && s.sq.done == index) complete_success(s, index);
   }
   start_ack_timer(s);
 }

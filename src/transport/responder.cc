@@ -10,6 +10,7 @@
 #include "transport/mem_ops.h"
 #include "transport/mw_ops.h"
 #include "transport/nak_table.h"
+#include "transport/qp_types.h"
 #include "util/log.h"
 #include "wire/psn.h"
 
@@ -30,7 +31,7 @@ bool can_receive(const shm::SharedQp& qp, uint32_t dest_qpn) {
          qp.qpn == dest_qpn && accepts_requests(qp.state.load(std::memory_order_acquire));
 }
 
-bool connected_qp(uint8_t qp_type) { return qp_type == IBV_QPT_RC || qp_type == IBV_QPT_UC; }
+bool connected_qp(uint8_t qp_type) { return qp_type != IBV_QPT_UD; }
 
 bool grants(const shm::SharedQp& qp, uint32_t access) {
   return (qp.access_flags.load(std::memory_order_relaxed) & access) != 0;
@@ -39,7 +40,8 @@ bool grants(const shm::SharedQp& qp, uint32_t access) {
 class Responder {
  public:
   Responder(shm::Segment& seg, uint32_t slot, const Request& req, TargetMemory& mem, Notifier& notifier)
-      : seg_(seg), slot_(slot), qp_(seg.qp(slot)), st_(qp_.resp), req_(req), mem_(mem), notifier_(notifier) {}
+      : seg_(seg), slot_(slot), qp_(seg.qp(slot)), st_(qp_.resp), req_(req), mem_(mem), notifier_(notifier),
+        mem_owner_(qp_.owner), mem_pd_(qp_.pd_id), recv_cq_(qp_.recv_cq) {}
 
   Response run();
 
@@ -51,6 +53,7 @@ class Responder {
     r.msn = st_.msn;
     return r;
   }
+  bool resolve_xrc_srq();
   bool take_recv_wqe();
   Response receiver_not_ready();
   Response refuse();
@@ -65,7 +68,7 @@ class Responder {
   Response on_duplicate();
   void advance(uint32_t packets) { st_.epsn = (req_.psn + packets) & kPsnMask; }
   KeyCheck check_rkey(uint64_t length, uint32_t access, MrRef* out) {
-    return check_key(seg_, req_.rkey, true, qp_.owner, qp_.pd_id, qp_.qpn, req_.va, length, access, out);
+    return check_key(seg_, req_.rkey, true, mem_owner_, mem_pd_, qp_.qpn, req_.va, length, access, out);
   }
 
   shm::Segment& seg_;
@@ -75,31 +78,57 @@ class Responder {
   const Request& req_;
   TargetMemory& mem_;
   Notifier& notifier_;
+  // Whose memory the request reaches, under which PD, and where its receive
+  // completes: the QP's own, or for XRC the SRQ's the XRCETH names.
+  shm::OwnerId mem_owner_;
+  uint32_t mem_pd_;
+  uint32_t recv_cq_;
+  shm::SharedSrq* xrc_srq_ = nullptr;
 };
+
+// IBA Annex A14: an XRC request names an XRC SRQ, which must be one of the
+// XRC_RECV QP's domain; its PD checks the request's memory accesses and its
+// CQ takes the receive completion.
+bool Responder::resolve_xrc_srq() {
+  const uint32_t slot = req_.xrc_srqn & (shm::kMaxSrqs - 1);
+  shm::SharedSrq& srq = seg_.srq(slot);
+  if (srq.slot_state.load(std::memory_order_acquire) != static_cast<uint32_t>(shm::SlotState::kLive) ||
+      srq.srqn != req_.xrc_srqn || srq.xrcd == 0 || srq.xrcd != qp_.xrcd)
+    return false;
+  xrc_srq_ = &srq;
+  mem_owner_ = srq.owner;
+  mem_pd_ = srq.pd_id;
+  recv_cq_ = srq.recv_cq;
+  return true;
+}
 
 bool Responder::take_recv_wqe() {
   if (st_.recv_valid) return true;
   shm::RecvQueue* rq = &qp_.rq;
+  shm::SharedSrq* srq = xrc_srq_;
   if (qp_.srq != 0) {
-    shm::SharedSrq& srq = seg_.srq(qp_.srq - 1);
-    if (srq.slot_state.load(std::memory_order_acquire) != static_cast<uint32_t>(shm::SlotState::kLive)) return false;
-    rq = &srq.rq;
+    srq = &seg_.srq(qp_.srq - 1);
+    if (srq->slot_state.load(std::memory_order_acquire) != static_cast<uint32_t>(shm::SlotState::kLive)) return false;
   }
+  if (srq != nullptr) rq = &srq->rq;
   if (rq->ring == 0) return false;
   uint32_t n = 0;
   if (!shm::rq_take(seg_, *rq, &st_.recv_wr_id, st_.recv_sge, &n, &st_.recv_index)) return false;
   st_.recv_num_sge = n;
   st_.recv_offset = 0;
-  st_.recv_from_srq = qp_.srq != 0;
+  st_.recv_from_srq = srq != nullptr;
   st_.recv_valid = 1;
-  if (qp_.srq != 0) {
+  if (srq != nullptr) {
     // IBA 10.2.9.3: the SRQ limit event fires once when the queue drains below it.
-    shm::SharedSrq& srq = seg_.srq(qp_.srq - 1);
-    const uint32_t limit = srq.rq.limit.load(std::memory_order_relaxed);
-    if (limit != 0 && shm::rq_depth(srq.rq) < limit) {
+    const uint32_t limit = srq->rq.limit.load(std::memory_order_relaxed);
+    if (limit != 0 && shm::rq_depth(srq->rq) < limit) {
       uint32_t expected = limit;
-      if (srq.rq.limit.compare_exchange_strong(expected, 0))
-        notifier_.qp_event(slot_, qp_.owner, 1ull << IBV_EVENT_SRQ_LIMIT_REACHED);
+      if (srq->rq.limit.compare_exchange_strong(expected, 0)) {
+        if (srq == xrc_srq_)  // its owner need not be the QP's
+          notifier_.srq_event(static_cast<uint32_t>(srq - &seg_.srq(0)), srq->owner);
+        else
+          notifier_.qp_event(slot_, qp_.owner, 1ull << IBV_EVENT_SRQ_LIMIT_REACHED);
+      }
     }
   }
   return true;
@@ -108,7 +137,7 @@ bool Responder::take_recv_wqe() {
 // IBA 9.7.5.2.8: no receive WQE: an RNR NAK carrying our minimum RNR timer
 // (RC); the unreliable transports drop the message.
 Response Responder::receiver_not_ready() {
-  if (qp_.qp_type != IBV_QPT_RC) return fail(RespError::kRecvTooSmall);
+  if (!reliable_qp(qp_.qp_type)) return fail(RespError::kRecvTooSmall);
   shm::add_single_writer(qp_.counters.rnr_naks_sent, 1);
   Response r;
   r.kind = Response::Kind::kRnrNak;
@@ -134,7 +163,7 @@ std::optional<RespError> Responder::place_send_payload(const IoList& data) {
     }
     const uint64_t n = std::min<uint64_t>(sge.length - skip, len);
     MrRef ref;
-    if (check_key(seg_, sge.lkey, false, qp_.owner, qp_.pd_id, 0, sge.addr + skip, n, IBV_ACCESS_LOCAL_WRITE, &ref) !=
+    if (check_key(seg_, sge.lkey, false, mem_owner_, mem_pd_, 0, sge.addr + skip, n, IBV_ACCESS_LOCAL_WRITE, &ref) !=
         KeyCheck::kOk)
       return RespError::kRecvLkey;
     if (!mem_.write(*ref.mr, ref.va, data, src_off, n).is_ok()) return RespError::kTargetMemory;
@@ -171,7 +200,7 @@ bool Responder::complete_recv(int status, uint32_t byte_len, bool with_imm, ibv_
     if (req_.with_grh) cqe.wc_flags |= IBV_WC_GRH;
   }
   st_.recv_valid = 0;
-  return post_cqe(seg_, qp_.recv_cq, cqe, notifier_);
+  return post_cqe(seg_, recv_cq_, cqe, notifier_);
 }
 
 Response Responder::fail(RespError e) {
@@ -287,7 +316,7 @@ Response Responder::on_write() {
     // The first packet's check covered the whole WRITE; later ones are checked
     // again, so a region deregistered mid-message stops taking data.
     if (!req_.first &&
-        check_key(seg_, rkey, true, qp_.owner, qp_.pd_id, qp_.qpn, va, n, IBV_ACCESS_REMOTE_WRITE, &ref) != KeyCheck::kOk)
+        check_key(seg_, rkey, true, mem_owner_, mem_pd_, qp_.qpn, va, n, IBV_ACCESS_REMOTE_WRITE, &ref) != KeyCheck::kOk)
       return fail(RespError::kRkey);
     if (!mem_.write(*ref.mr, ref.va, req_.payload, 0, n).is_ok()) return fail(RespError::kTargetMemory);
     r.data_mr = ref.mr;
@@ -311,7 +340,7 @@ Response Responder::on_write() {
 }
 
 Response Responder::on_read() {
-  if (qp_.qp_type != IBV_QPT_RC || !grants(qp_, IBV_ACCESS_REMOTE_READ)) return fail(RespError::kUnsupported);
+  if (!reliable_qp(qp_.qp_type) || !grants(qp_, IBV_ACCESS_REMOTE_READ)) return fail(RespError::kUnsupported);
   Response r = ack();
   if (req_.dma_length != 0) {
     MrRef ref;
@@ -327,7 +356,7 @@ Response Responder::on_read() {
 }
 
 Response Responder::on_atomic() {
-  if (qp_.qp_type != IBV_QPT_RC || !grants(qp_, IBV_ACCESS_REMOTE_ATOMIC)) return fail(RespError::kUnsupported);
+  if (!reliable_qp(qp_.qp_type) || !grants(qp_, IBV_ACCESS_REMOTE_ATOMIC)) return fail(RespError::kUnsupported);
   if (req_.va % 8 != 0) return fail(RespError::kMisaligned);
   MrRef ref;
   if (check_rkey(8, IBV_ACCESS_REMOTE_ATOMIC, &ref) != KeyCheck::kOk) return fail(RespError::kRkey);
@@ -382,7 +411,8 @@ Response Responder::refuse() {
 }
 
 Response Responder::run() {
-  if (!can_receive(qp_, req_.dest_qpn)) {
+  // An XRC_SEND QP has no receive side (IBA Annex A14).
+  if (!can_receive(qp_, req_.dest_qpn) || qp_.qp_type == IBV_QPT_XRC_SEND) {
     SV_LOG_RATELIMITED(kDebug, "QP %#x: request dropped: state %u", req_.dest_qpn,
                        static_cast<unsigned>(qp_.state.load()));
     return refuse();
@@ -406,11 +436,20 @@ Response Responder::run() {
   // From here on the QP's one connected requester is the only writer (invariant 3).
   shm::add_single_writer(qp_.counters.received_packets, req_.packets);
   if (qp_.requester_qpn != req_.src_qpn) qp_.requester_qpn = req_.src_qpn;
-  if (qp_.qp_type == IBV_QPT_RC) {
+  const bool xrc_ok = qp_.qp_type != IBV_QPT_XRC_RECV || resolve_xrc_srq();
+  if (reliable_qp(qp_.qp_type)) {
     const int32_t d = wire::psn_diff(wire::Psn(req_.psn), wire::Psn(st_.epsn));
-    if (d < 0) return on_duplicate();
+    if (d < 0) {
+      if (xrc_ok) return on_duplicate();
+      Response r;  // its SRQ is gone since: nothing to answer from
+      return r;
+    }
     if (d > 0) return fail(RespError::kPsnAhead);
     st_.psn_nak_sent = 0;
+    if (!xrc_ok) {
+      SV_LOG_RATELIMITED(kDebug, "QP %#x: XRC SRQ %#x is not of its domain: NAK", req_.dest_qpn, req_.xrc_srqn);
+      return fail(RespError::kXrcSrq);
+    }
   } else if (!uc_in_sequence()) {
     shm::add_single_writer(qp_.counters.out_of_sequence, 1);
     return Response{};

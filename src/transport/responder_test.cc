@@ -29,9 +29,11 @@ class RecordingNotifier final : public Notifier {
  public:
   void cq_event(uint32_t slot, shm::OwnerId) override { cq_events.push_back(slot); }
   void qp_event(uint32_t slot, shm::OwnerId, uint64_t bits) override { qp_events.push_back({slot, bits}); }
+  void srq_event(uint32_t slot, shm::OwnerId) override { srq_events.push_back(slot); }
   shm::PortCounters& port_counters() override { return counters; }
   shm::PortCounters counters{};
   std::vector<uint32_t> cq_events;
+  std::vector<uint32_t> srq_events;
   std::vector<std::pair<uint32_t, uint64_t>> qp_events;
 };
 

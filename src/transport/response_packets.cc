@@ -5,6 +5,7 @@
 #include <algorithm>
 #include <cstring>
 
+#include "transport/qp_types.h"
 #include "transport/responder.h"
 #include "util/tsan.h"
 #include "wire/opcode.h"
@@ -17,22 +18,23 @@ namespace {
 
 using F = wire::OpFlag;
 
-wire::Opcode response_opcode(uint32_t shape) {
-  return wire::find_opcode(wire::QpTypes::kRc, F::kResponse | shape).value_or(wire::Opcode{0xff});
+wire::Opcode response_opcode(uint8_t transport, uint32_t shape) {
+  return wire::find_opcode(transport, F::kResponse | shape).value_or(wire::Opcode{0xff});
 }
 
 }  // namespace
 
 void answer_request(const shm::SharedQp& qp, const Request& req, const Response& resp, bool ack_req, uint32_t mtu,
-                    PacketSink& sink) {
-  if (qp.qp_type != IBV_QPT_RC) return;  // UC and UD answer nothing
+                    TargetMemory& mem, PacketSink& sink) {
+  if (!reliable_qp(qp.qp_type)) return;  // UC and UD answer nothing
+  const uint8_t transport = wire_transport(qp.qp_type);
   uint8_t buf[wire::kMaxPacketBytes];
   wire::TransportHeaders h;
   h.bth.dest_qp = qp.dest_qpn;
   h.bth.pkey = 0xffff;
   auto acknowledge = [&](const wire::Aeth& aeth, uint32_t psn) {
     h.aeth = aeth;
-    h.bth.opcode = response_opcode(F::kAck | F::kOnly);
+    h.bth.opcode = response_opcode(transport, F::kAck | F::kOnly);
     h.bth.psn = wire::Psn(psn);
     wire::PacketBuilder b(buf);
     if (b.build(h, 0) == wire::PacketError::kOk) sink.send(b.packet());
@@ -59,20 +61,23 @@ void answer_request(const shm::SharedQp& qp, const Request& req, const Response&
       const uint64_t offset = static_cast<uint64_t>(k) * mtu;
       const uint32_t len =
           static_cast<uint32_t>(std::min<uint64_t>(mtu, req.dma_length - std::min<uint64_t>(offset, req.dma_length)));
-      h.bth.opcode = response_opcode(F::kRead | (position == 0 ? F::kMiddle : position));
+      h.bth.opcode = response_opcode(transport, F::kRead | (position == 0 ? F::kMiddle : position));
       h.bth.psn = wire::psn_add(wire::Psn(req.psn), k);
       wire::PacketBuilder b(buf);
       if (b.build(h, len) != wire::PacketError::kOk) return;
       if (len > 0 && resp.data_mr != nullptr) {
-        const UnsyncedAccess from_the_region;
-        std::memcpy(b.payload().data(), reinterpret_cast<const void*>(resp.data_va + offset), len);
+        const iovec to{b.payload().data(), len};
+        // Unreachable now (its owner died): unanswered, the requester retries.
+        if (!mem.read(*static_cast<const shm::SharedMr*>(resp.data_mr), resp.data_va + offset, len, IoList{&to, 1, len}, 0)
+                 .is_ok())
+          return;
       }
       sink.send(b.packet());
     }
     return;
   }
   if (req.kind == ReqKind::kCmpSwap || req.kind == ReqKind::kFetchAdd) {
-    h.bth.opcode = response_opcode(F::kAck | F::kAtomic | F::kOnly);
+    h.bth.opcode = response_opcode(transport, F::kAck | F::kAtomic | F::kOnly);
     h.bth.psn = wire::Psn(req.psn);
     h.atomic_ack_eth.orig = resp.original;
     wire::PacketBuilder b(buf);
@@ -109,7 +114,7 @@ PacketVerdict serve_request_packet(shm::Segment& seg, uint32_t slot, const wire:
   c.rcv_packets.fetch_add(req.packets, std::memory_order_relaxed);
   c.rcv_bytes.fetch_add(req.payload.bytes, std::memory_order_relaxed);
   const Response resp = respond(seg, slot, req, mem, notifier);
-  answer_request(qp, req, resp, packet.bth().ack_req, mtu, sink);
+  answer_request(qp, req, resp, packet.bth().ack_req, mtu, mem, sink);
   return verdict;
 }
 

@@ -30,10 +30,10 @@ class PacketSink {
 
 // `qp` is the responding QP after respond() ran `req` (its expected PSN is
 // what a sequence NAK names); `ack_req`: the request's BTH AckReq bit;
-// `mtu`: the path MTU in bytes. A READ's data is read from resp.data_va in
-// this process's memory.
+// `mtu`: the path MTU in bytes. A READ's data is read from resp.data_va
+// through `mem`, the memory respond() ran against.
 void answer_request(const shm::SharedQp& qp, const Request& req, const Response& resp, bool ack_req, uint32_t mtu,
-                    PacketSink& sink);
+                    TargetMemory& mem, PacketSink& sink);
 
 // One request packet for this process's QP `slot`, whole: taken apart
 // (request_from_packet), carried out (respond, memory through `mem`) and

@@ -32,6 +32,7 @@ struct SendWqe {
   uint64_t swap;         // BIND_MW: the MR's L_Key (0: none) << 32 | mw_access_flags
   uint32_t remote_qpn;   // UD; BIND_MW: the window's slot
   uint32_t remote_qkey;  // UD
+  uint32_t remote_srqn;  // XRC: the XRC SRQ at the destination (XRCETH)
   const ibv_ah_attr* ah; // UD: the address handle's (the application keeps it until completion)
   uint32_t psn;          // first PSN, assigned when first sent
   uint32_t packets;      // PSNs it consumes

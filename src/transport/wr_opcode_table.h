@@ -56,7 +56,8 @@ static_assert([] {
 
 inline bool wr_allowed(const WrOpcodeInfo& op, uint8_t qp_type) {
   switch (qp_type) {
-    case IBV_QPT_RC: return op.rc;
+    case IBV_QPT_RC:
+    case IBV_QPT_XRC_SEND: return op.rc;  // IBA A14: XRC requests are RC's
     case IBV_QPT_UC: return op.uc;
     case IBV_QPT_UD: return op.ud;
     default: return false;

@@ -145,7 +145,7 @@ void note_recv_polled(shm::Segment& seg, const shm::Cqe& cqe) {
   const int slot = transport::qp_slot_of(seg, cqe.qp_num);
   if (slot < 0) return;
   shm::SharedQp& qp = seg.qp(static_cast<uint32_t>(slot));
-  if (qp.srq == 0) shm::rq_note_polled(qp.rq, cqe.rq_index);
+  if (qp.srq == 0 && qp.rq.ring != 0) shm::rq_note_polled(qp.rq, cqe.rq_index);  // not an SRQ's, nor XRC's
 }
 
 }  // namespace

@@ -127,6 +127,11 @@ void Device::deliver_qp_event(uint32_t slot, uint64_t bits) {
   if (Qp* qp = qps_[slot]) qp->on_remote_event(bits);
 }
 
+void Device::deliver_srq_event(uint32_t slot) {
+  std::lock_guard lock(registry_mu_);
+  if (Srq* srq = srqs_[slot]) srq->raise_limit_event();
+}
+
 void Device::qp_timer(uint32_t slot, const transport::SendSide* side) {
   std::lock_guard lock(registry_mu_);
   Qp* qp = qps_[slot];

@@ -60,6 +60,7 @@ class Device final : public fabric::DeviceHost {
   // Service thread: events and timers for our own objects.
   void deliver_cq_events(uint32_t first_slot, uint64_t bits);
   void deliver_qp_event(uint32_t slot, uint64_t bits);
+  void deliver_srq_event(uint32_t slot);
   void qp_timer(uint32_t slot, const transport::SendSide* side);
 
   // fabric::DeviceHost

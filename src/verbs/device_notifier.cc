@@ -35,6 +35,12 @@ void DeviceNotifier::qp_event(uint32_t qp_slot, shm::OwnerId owner, uint64_t bit
   ring(owner);
 }
 
+void DeviceNotifier::srq_event(uint32_t srq_slot, shm::OwnerId owner) {
+  device_.seg().process(owner.slot).srq_event_bits[srq_slot / 64].fetch_or(1ull << (srq_slot % 64),
+                                                                            std::memory_order_release);
+  ring(owner);
+}
+
 bool DeviceNotifier::drain() {
   shm::Segment& seg = device_.seg();
   shm::ProcessSlot& proc = seg.process(device_.self().slot);
@@ -42,6 +48,12 @@ bool DeviceNotifier::drain() {
   for (uint32_t w = 0; w < shm::kMaxCqs / 64; ++w) {
     if (proc.cq_event_bits[w].load(std::memory_order_relaxed) == 0) continue;
     device_.deliver_cq_events(w * 64, proc.cq_event_bits[w].exchange(0, std::memory_order_acquire));
+    any = true;
+  }
+  for (uint32_t w = 0; w < shm::kMaxSrqs / 64; ++w) {
+    if (proc.srq_event_bits[w].load(std::memory_order_relaxed) == 0) continue;
+    uint64_t bits = proc.srq_event_bits[w].exchange(0, std::memory_order_acquire);
+    for (; bits != 0; bits &= bits - 1) device_.deliver_srq_event(w * 64 + static_cast<uint32_t>(__builtin_ctzll(bits)));
     any = true;
   }
   for (uint32_t w = 0; w < shm::kMaxQpSlots / 64; ++w) {

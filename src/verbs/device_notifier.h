@@ -19,6 +19,7 @@ class DeviceNotifier final : public transport::Notifier {
 
   void cq_event(uint32_t cq_slot, shm::OwnerId owner) override;
   void qp_event(uint32_t qp_slot, shm::OwnerId owner, uint64_t bits) override;
+  void srq_event(uint32_t srq_slot, shm::OwnerId owner) override;
   shm::PortCounters& port_counters() override;
 
   // Wakes a process's service thread.

@@ -12,6 +12,7 @@
 #include "transport/completer.h"
 #include "transport/mtu.h"
 #include "transport/requester.h"
+#include "transport/responder.h"
 #include "transport/wr_opcode_table.h"
 #include "util/log.h"
 #include "util/time.h"
@@ -26,6 +27,7 @@
 #include "util/raw_enum.h"
 #include "verbs/qp_state_table.h"
 #include "verbs/srq.h"
+#include "verbs/xrcd.h"
 
 namespace softverbs::verbs {
 
@@ -75,7 +77,8 @@ static_assert(IBV_QP_EX_WITH_RDMA_WRITE == 1u << IBV_WR_RDMA_WRITE &&
 
 Result<Qp*> Qp::create(Context* ctx, ibv_qp_init_attr_ex* a) {
   if (a == nullptr) return Status::error(EINVAL);
-  constexpr uint32_t kKnownMask = IBV_QP_INIT_ATTR_PD | IBV_QP_INIT_ATTR_SEND_OPS_FLAGS | IBV_QP_INIT_ATTR_CREATE_FLAGS;
+  constexpr uint32_t kKnownMask = IBV_QP_INIT_ATTR_PD | IBV_QP_INIT_ATTR_XRCD | IBV_QP_INIT_ATTR_SEND_OPS_FLAGS |
+                                  IBV_QP_INIT_ATTR_CREATE_FLAGS;
   if ((a->comp_mask & ~kKnownMask) != 0) return Status::error(EOPNOTSUPP);
   // Of the creation flags only the one that keeps a UD QP's multicasts from
   // itself (as mlx5 does; without it a QP attached to the group receives its
@@ -83,19 +86,35 @@ Result<Qp*> Qp::create(Context* ctx, ibv_qp_init_attr_ex* a) {
   const uint32_t create_flags = (a->comp_mask & IBV_QP_INIT_ATTR_CREATE_FLAGS) ? a->create_flags : 0;
   if ((create_flags & ~IBV_QP_CREATE_BLOCK_SELF_MCAST_LB) != 0 || (create_flags != 0 && a->qp_type != IBV_QPT_UD))
     return Status::error(EOPNOTSUPP);
-  if (!(a->comp_mask & IBV_QP_INIT_ATTR_PD) || a->pd == nullptr || a->pd->context != ctx->ibv())
+  const ibv_qp_type type = a->qp_type;
+  if (type != IBV_QPT_RC && type != IBV_QPT_UC && type != IBV_QPT_UD && type != IBV_QPT_XRC_SEND &&
+      type != IBV_QPT_XRC_RECV)
+    return Status::error(EOPNOTSUPP);  // raw packet, driver QPs
+  // IBA Annex A14: an XRC_RECV QP belongs to a domain and has no PD, CQ or
+  // send queue; an XRC_SEND QP has a PD and a send queue only.
+  const bool xrc_recv = type == IBV_QPT_XRC_RECV;
+  const bool xrc = xrc_recv || type == IBV_QPT_XRC_SEND;
+  Xrcd* xrcd = nullptr;
+  if (xrc_recv) {
+    if (!(a->comp_mask & IBV_QP_INIT_ATTR_XRCD) || a->xrcd == nullptr || a->xrcd->context != ctx->ibv())
+      return Status::error(EINVAL);
+    xrcd = Xrcd::from(a->xrcd);
+  } else if (!(a->comp_mask & IBV_QP_INIT_ATTR_PD) || a->pd == nullptr || a->pd->context != ctx->ibv()) {
     return Status::error(EINVAL);
-  if (a->qp_type != IBV_QPT_RC && a->qp_type != IBV_QPT_UC && a->qp_type != IBV_QPT_UD)
-    return Status::error(EOPNOTSUPP);  // XRC, raw packet, driver QPs
+  }
   // An SRQ of this context (QPs of one process share it); RC, UC and UD take from one.
-  if (a->srq != nullptr && a->srq->context != ctx->ibv()) return Status::error(EINVAL);
+  if (a->srq != nullptr && (xrc || a->srq->context != ctx->ibv())) return Status::error(EINVAL);
   Srq* srq = a->srq != nullptr ? Srq::from(a->srq) : nullptr;
-  if (a->send_cq == nullptr || a->recv_cq == nullptr || a->send_cq->context != ctx->ibv() ||
-      a->recv_cq->context != ctx->ibv())
+  const bool needs_send_cq = !xrc_recv;
+  const bool needs_recv_cq = !xrc;
+  if ((needs_send_cq && (a->send_cq == nullptr || a->send_cq->context != ctx->ibv())) ||
+      (needs_recv_cq && (a->recv_cq == nullptr || a->recv_cq->context != ctx->ibv())))
     return Status::error(EINVAL);
   ibv_qp_cap& cap = a->cap;
-  // ibv_create_qp(3): with an SRQ, max_recv_wr and max_recv_sge are ignored.
-  if (srq != nullptr) cap.max_recv_wr = cap.max_recv_sge = 0;
+  // ibv_create_qp(3): with an SRQ, max_recv_wr and max_recv_sge are ignored;
+  // XRC QPs have no receive queue, and an XRC_RECV QP no send queue.
+  if (srq != nullptr || xrc) cap.max_recv_wr = cap.max_recv_sge = 0;
+  if (xrc_recv) cap.max_send_wr = cap.max_send_sge = cap.max_inline_data = 0;
   if (cap.max_send_wr > shm::kMaxQpWr || cap.max_recv_wr > shm::kMaxQpWr || cap.max_send_sge > shm::kMaxSge ||
       cap.max_recv_sge > shm::kMaxSge || cap.max_inline_data > shm::kMaxInlineData)
     return Status::error(EINVAL);
@@ -122,7 +141,7 @@ Result<Qp*> Qp::create(Context* ctx, ibv_qp_init_attr_ex* a) {
   const uint32_t max_inline = std::max(cap.max_inline_data, kMinInline);
   const uint32_t max_send_sge = std::max(cap.max_send_sge, 1u);
   // A parent domain's allocator supplies the send queue (pd.h).
-  Pd* pd = a->pd != nullptr ? Pd::from(a->pd) : nullptr;
+  Pd* pd = xrc_recv ? nullptr : Pd::from(a->pd);
   transport::QueueMemory from_parent;
   if (pd != nullptr && pd->alloc != nullptr) {
     from_parent.allocate = [](void* owner, size_t size, size_t alignment) {
@@ -140,11 +159,12 @@ Result<Qp*> Qp::create(Context* ctx, ibv_qp_init_attr_ex* a) {
     delete qp;
     return Status::error(ENOMEM);
   }
-  // A QP on an SRQ has no receive queue of its own: no ring, capacity 0.
-  const uint32_t max_recv_sge = srq != nullptr ? 0 : std::max(cap.max_recv_sge, 1u);
-  uint32_t rq_capacity = srq != nullptr ? 0 : 1;
-  while (srq == nullptr && rq_capacity < std::max(cap.max_recv_wr, 1u)) rq_capacity <<= 1;
-  const uint32_t stride = srq != nullptr ? 0 : shm::rq_stride_for(max_recv_sge);
+  // A QP on an SRQ, or of XRC, has no receive queue of its own: no ring, capacity 0.
+  const bool no_rq = srq != nullptr || xrc;
+  const uint32_t max_recv_sge = no_rq ? 0 : std::max(cap.max_recv_sge, 1u);
+  uint32_t rq_capacity = no_rq ? 0 : 1;
+  while (!no_rq && rq_capacity < std::max(cap.max_recv_wr, 1u)) rq_capacity <<= 1;
+  const uint32_t stride = no_rq ? 0 : shm::rq_stride_for(max_recv_sge);
   const uint64_t ring_bytes = static_cast<uint64_t>(rq_capacity) * stride;
   shm::Offset ring = 0;
   if (ring_bytes != 0) {
@@ -162,10 +182,11 @@ Result<Qp*> Qp::create(Context* ctx, ibv_qp_init_attr_ex* a) {
     return slot.status();
   }
   qp->ctx_ = ctx;
-  qp->pd_ = Pd::from(a->pd);
-  qp->send_cq_ = Cq::from(a->send_cq);
-  qp->recv_cq_ = Cq::from(a->recv_cq);
+  qp->pd_ = xrc_recv ? nullptr : Pd::from(a->pd);
+  qp->send_cq_ = needs_send_cq ? Cq::from(a->send_cq) : nullptr;
+  qp->recv_cq_ = needs_recv_cq ? Cq::from(a->recv_cq) : nullptr;
   qp->srq_ = srq;
+  qp->xrcd_ = xrcd;
   qp->slot_ = slot.value();
   static std::atomic<uint64_t> serial{0};
   qp->event_token_ = (serial.fetch_add(1, std::memory_order_relaxed) + 1) << shm::kQpSlotBits | qp->slot_;
@@ -176,12 +197,13 @@ Result<Qp*> Qp::create(Context* ctx, ibv_qp_init_attr_ex* a) {
   s.state.store(IBV_QPS_RESET);
   s.port_num = 1;
   s.path_mtu = IBV_MTU_4096;
-  s.pd_id = qp->pd_->id;
-  s.recv_cq = qp->recv_cq_->slot();
-  s.send_cq = qp->send_cq_->slot();
+  s.pd_id = qp->pd_ != nullptr ? qp->pd_->id : 0;
+  s.recv_cq = qp->recv_cq_ != nullptr ? qp->recv_cq_->slot() : 0;
+  s.send_cq = qp->send_cq_ != nullptr ? qp->send_cq_->slot() : 0;
   s.sq_sig_all = a->sq_sig_all != 0;
   s.block_self_mcast = (create_flags & IBV_QP_CREATE_BLOCK_SELF_MCAST_LB) != 0;
   s.srq = srq != nullptr ? srq->slot() + 1 : 0;
+  s.xrcd = xrcd != nullptr ? xrcd->slot + 1 : 0;
   s.rq.ring = ring;
   s.rq.capacity = rq_capacity;
   s.rq.stride = stride;
@@ -209,9 +231,9 @@ Result<Qp*> Qp::create(Context* ctx, ibv_qp_init_attr_ex* a) {
   ibv_qp& q = qp->ex_.qp_base;
   q.context = ctx->ibv();
   q.qp_context = a->qp_context;
-  q.pd = a->pd;
-  q.send_cq = a->send_cq;
-  q.recv_cq = a->recv_cq;
+  q.pd = qp->pd_ != nullptr ? a->pd : nullptr;
+  q.send_cq = needs_send_cq ? a->send_cq : nullptr;
+  q.recv_cq = needs_recv_cq ? a->recv_cq : nullptr;
   q.srq = a->srq;
   q.handle = qp->slot_;
   q.qp_num = s.qpn;
@@ -221,24 +243,66 @@ Result<Qp*> Qp::create(Context* ctx, ibv_qp_init_attr_ex* a) {
   pthread_cond_init(&q.cond, nullptr);
   qp->ex_.comp_mask = 0;
 
-  cap.max_send_wr = max_send_wr;
+  cap.max_send_wr = xrc_recv ? 0 : max_send_wr;  // its unused send queue is not offered
   cap.max_recv_wr = rq_capacity;
-  cap.max_send_sge = max_send_sge;
+  cap.max_send_sge = xrc_recv ? 0 : max_send_sge;
   cap.max_recv_sge = max_recv_sge;
-  cap.max_inline_data = max_inline;
+  cap.max_inline_data = xrc_recv ? 0 : max_inline;
   qp->init_.qp_context = a->qp_context;
-  qp->init_.send_cq = a->send_cq;
-  qp->init_.recv_cq = a->recv_cq;
+  qp->init_.send_cq = q.send_cq;
+  qp->init_.recv_cq = q.recv_cq;
   qp->init_.srq = a->srq;
   qp->init_.cap = cap;
   qp->init_.qp_type = a->qp_type;
   qp->init_.sq_sig_all = a->sq_sig_all;
 
-  qp->send_cq_->users().fetch_add(1);
-  qp->recv_cq_->users().fetch_add(1);
-  qp->pd_->users.fetch_add(1);
-  if (srq != nullptr) srq->users().fetch_add(1);
+  qp->add_users(1);
   dev.add_qp(qp->slot_, qp);
+  return qp;
+}
+
+// The objects a QP holds on to: none of them goes while it lives.
+void Qp::add_users(int n) {
+  if (send_cq_ != nullptr) send_cq_->users().fetch_add(n);
+  if (recv_cq_ != nullptr) recv_cq_->users().fetch_add(n);
+  if (pd_ != nullptr) pd_->users.fetch_add(n);
+  if (srq_ != nullptr) srq_->users().fetch_add(n);
+  if (xrcd_ != nullptr) xrcd_->users.fetch_add(n);
+}
+
+Result<Qp*> Qp::open(Context* ctx, const ibv_qp_open_attr& a) {
+  constexpr uint32_t kNeeded = IBV_QP_OPEN_ATTR_NUM | IBV_QP_OPEN_ATTR_XRCD | IBV_QP_OPEN_ATTR_TYPE;
+  if ((a.comp_mask & ~(kNeeded | IBV_QP_OPEN_ATTR_CONTEXT)) != 0) return Status::error(EOPNOTSUPP);
+  if ((a.comp_mask & kNeeded) != kNeeded || a.xrcd == nullptr || a.xrcd->context != ctx->ibv())
+    return Status::error(EINVAL);
+  // ibv_open_qp(3): only an XRC_RECV QP of this domain can be opened, as the
+  // kernel's uverbs: anything else, an unknown number included, is EINVAL.
+  if (a.qp_type != IBV_QPT_XRC_RECV) return Status::error(EINVAL);
+  Xrcd* xrcd = Xrcd::from(a.xrcd);
+  shm::Segment& seg = ctx->device().seg();
+  const int slot = transport::qp_slot_of(seg, a.qp_num);
+  if (slot < 0) return Status::error(EINVAL);
+  shm::SharedQp& s = seg.qp(static_cast<uint32_t>(slot));
+  if (s.qp_type != IBV_QPT_XRC_RECV || s.xrcd != xrcd->slot + 1) return Status::error(EINVAL);
+  auto* qp = new (std::nothrow) Qp();
+  if (qp == nullptr) return Status::error(ENOMEM);
+  qp->ctx_ = ctx;
+  qp->xrcd_ = xrcd;
+  qp->slot_ = static_cast<uint32_t>(slot);
+  qp->shared_ = &s;
+  qp->opened_ = true;
+  ibv_qp& q = qp->ex_.qp_base;
+  q.context = ctx->ibv();
+  q.qp_context = (a.comp_mask & IBV_QP_OPEN_ATTR_CONTEXT) ? a.qp_context : nullptr;
+  q.handle = qp->slot_;
+  q.qp_num = a.qp_num;
+  q.state = static_cast<ibv_qp_state>(s.state.load(std::memory_order_acquire));
+  q.qp_type = IBV_QPT_XRC_RECV;
+  pthread_mutex_init(&q.mutex, nullptr);
+  pthread_cond_init(&q.cond, nullptr);
+  qp->init_.qp_context = q.qp_context;
+  qp->init_.qp_type = IBV_QPT_XRC_RECV;
+  qp->add_users(1);
   return qp;
 }
 
@@ -330,8 +394,8 @@ void Qp::apply(const ibv_qp_attr& a, int mask, ibv_qp_state next, transport::Lin
   if (mask & IBV_QP_EN_SQD_ASYNC_NOTIFY) en_sqd_async_notify_ = a.en_sqd_async_notify != 0;
   if (rtr_link != nullptr) {
     conn.link = rtr_link;
-    send_cq_->receive_through(rtr_link);
-    recv_cq_->receive_through(rtr_link);
+    if (send_cq_ != nullptr) send_cq_->receive_through(rtr_link);
+    if (recv_cq_ != nullptr) recv_cq_->receive_through(rtr_link);
   }
   if (next == IBV_QPS_RTS) {
     side_.completer.retries_left = conn.retry_cnt;
@@ -349,7 +413,11 @@ void Qp::enter_error_locked() {
   transport::flush_recv_queue(ctx_->device().seg(), slot_, ctx_->device().notifier());
 }
 
-Status Qp::modify(const ibv_qp_attr& a, int mask) {
+Status Qp::modify(const ibv_qp_attr& a, int given_mask) {
+  // The QP's connection lives with its creator (the UDP link checks the
+  // peer's address there): an opened handle cannot change it.
+  if (opened_) return Status::error(EOPNOTSUPP);
+  const int mask = drop_ignored_attrs(static_cast<ibv_qp_type>(shared_->qp_type), given_mask);
   std::lock_guard lock(modify_mu_);
   const auto cur = static_cast<ibv_qp_state>(shared_->state.load(std::memory_order_acquire));
   if ((mask & IBV_QP_CUR_STATE) && util::raw_enum(a.cur_qp_state) != static_cast<unsigned>(cur))
@@ -403,6 +471,12 @@ Status Qp::query(ibv_qp_attr* attr, int, ibv_qp_init_attr* init) {
   attr->max_dest_rd_atomic = s.max_dest_rd_atomic;
   attr->min_rnr_timer = s.min_rnr_timer.load(std::memory_order_relaxed);
   attr->en_sqd_async_notify = en_sqd_async_notify_;
+  if (opened_) {  // what the creator's send side holds is not ours to read
+    attr->path_mtu = static_cast<ibv_mtu>(s.path_mtu);
+    attr->dest_qp_num = s.dest_qpn;
+    *init = init_;
+    return Status::ok();
+  }
   {
     std::lock_guard sl(side_.lock);
     const transport::Connection& conn = side_.conn;
@@ -487,6 +561,7 @@ int Qp::check_local_wr(const ibv_send_wr& wr, uint64_t* length) const {
     w.remote_qpn = wr.wr.ud.remote_qpn & kPsnMask;
     w.remote_qkey = wr.wr.ud.remote_qkey;
   }
+  w.remote_srqn = wr.qp_type.xrc.remote_srqn & kPsnMask;  // IBA A14: the XRCETH's XRCSRQ
   if (op->remote) {
     w.remote_addr = atomic ? wr.wr.atomic.remote_addr : wr.wr.rdma.remote_addr;
     w.rkey = atomic ? wr.wr.atomic.rkey : wr.wr.rdma.rkey;
@@ -561,8 +636,8 @@ int Qp::post_recv(ibv_recv_wr* wr, ibv_recv_wr** bad) {
   if (bad != nullptr) *bad = nullptr;
   if (wr == nullptr) return EINVAL;
   const uint8_t state = shared_->state.load(std::memory_order_acquire);
-  // A QP on an SRQ has no receive queue to post to (ibv_post_srq_recv is the way).
-  if (state == IBV_QPS_RESET || srq_ != nullptr) {
+  // A QP on an SRQ, or of XRC, has no receive queue to post to.
+  if (state == IBV_QPS_RESET || shared_->rq.ring == 0) {
     if (bad != nullptr) *bad = wr;
     return EINVAL;
   }
@@ -651,6 +726,16 @@ void Qp::wr_set_ud_addr(ibv_ah* ah, uint32_t remote_qpn, uint32_t remote_qkey) {
   w->remote_qkey = remote_qkey;
 }
 
+void Qp::wr_set_xrc_srqn(uint32_t remote_srqn) {
+  transport::SendWqe* w = wr_current_;
+  if (w == nullptr) return;
+  if (side_.qp.qp_type != IBV_QPT_XRC_SEND) {
+    wr_error_ = EINVAL;
+    return;
+  }
+  w->remote_srqn = remote_srqn & kPsnMask;
+}
+
 void Qp::wr_set_inline(const ibv_data_buf* bufs, size_t n) {
   transport::SendWqe* w = wr_current_;
   if (w == nullptr) return;
@@ -735,6 +820,13 @@ void Qp::ack_async_event() {
 }
 
 Status Qp::destroy() {
+  if (opened_) {  // ibv_open_qp(3): closes this handle; the QP is its creator's
+    add_users(-1);
+    pthread_mutex_destroy(&ex_.qp_base.mutex);
+    pthread_cond_destroy(&ex_.qp_base.cond);
+    delete this;
+    return Status::ok();
+  }
   Device& dev = ctx_->device();
   dev.remove_qp(slot_);  // from now on the service thread does not call us
   // ibv_destroy_qp(3): wait until every async event fetched for it with
@@ -751,10 +843,7 @@ Status Qp::destroy() {
   }
   detach_all_mcast();  // ibv_destroy_qp leaves the QP's groups, as the kernel's uverbs does
   shm::mark_dead(dev.seg(), *shared_, now_ns());
-  send_cq_->users().fetch_sub(1);
-  recv_cq_->users().fetch_sub(1);
-  pd_->users.fetch_sub(1);
-  if (srq_ != nullptr) srq_->users().fetch_sub(1);
+  add_users(-1);
   pthread_mutex_destroy(&ex_.qp_base.mutex);
   pthread_cond_destroy(&ex_.qp_base.cond);
   delete this;

@@ -26,10 +26,15 @@ class Context;
 class Cq;
 class Srq;
 struct Pd;
+struct Xrcd;
 
 class Qp {
  public:
   static Result<Qp*> create(Context* ctx, ibv_qp_init_attr_ex* attr);
+  // ibv_open_qp(3): a handle on an XRC_RECV QP of the domain, by number,
+  // wherever it was created. It can be queried and closed (destroy), not
+  // modified: the QP stays its creator's, and goes when the creator destroys it.
+  static Result<Qp*> open(Context* ctx, const ibv_qp_open_attr& attr);
   static Qp* from(ibv_qp* q) { return reinterpret_cast<Qp*>(q); }
 
   ibv_qp* ibv() { return &ex_.qp_base; }
@@ -61,6 +66,7 @@ class Qp {
   void wr_set_sges(const ibv_sge* sge, size_t n);
   void wr_set_inline(const ibv_data_buf* bufs, size_t n);
   void wr_set_ud_addr(ibv_ah* ah, uint32_t remote_qpn, uint32_t remote_qkey);
+  void wr_set_xrc_srqn(uint32_t remote_srqn);
 
   void ack_async_event();
   uint64_t event_token() const { return event_token_; }
@@ -84,6 +90,7 @@ class Qp {
   // Destroy: out of every multicast group it is in.
   void detach_all_mcast();
   void raise_event(ibv_event_type type);
+  void add_users(int n);
 
   ibv_qp_ex ex_{};  // first: ibv_qp* and ibv_qp_ex* are this object
   Context* ctx_ = nullptr;
@@ -91,6 +98,8 @@ class Qp {
   Cq* send_cq_ = nullptr;
   Cq* recv_cq_ = nullptr;
   Srq* srq_ = nullptr;  // receive WQEs come from here when set (no RQ of our own)
+  Xrcd* xrcd_ = nullptr;  // XRC_RECV: its domain (also of a handle from open)
+  bool opened_ = false;   // a handle from ibv_open_qp, not the QP's creator
   uint32_t slot_ = 0;
   shm::SharedQp* shared_ = nullptr;
   transport::SendSide side_;

@@ -20,4 +20,10 @@ QpTransitionRule qp_transition_rule(ibv_qp_type type, ibv_qp_state cur, ibv_qp_s
 // EINVAL unless `mask` fits the rule for cur → next (IBV_QP_STATE aside).
 Status check_qp_transition(ibv_qp_type type, ibv_qp_state cur, ibv_qp_state next, int mask);
 
+// `mask` without the attributes a QP of `type` ignores: an XRC QP's other
+// half's (XRC_SEND: the responder's; XRC_RECV: the requester's), which the
+// kernel's uverbs drops before its table is checked, so that programs may
+// pass RC's sets (perftest does).
+int drop_ignored_attrs(ibv_qp_type type, int mask);
+
 }  // namespace softverbs::verbs

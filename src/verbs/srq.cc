@@ -9,11 +9,17 @@
 #include "util/log.h"
 #include "util/time.h"
 #include "verbs/context.h"
+#include "verbs/cq.h"
 #include "verbs/device.h"
 #include "verbs/pd.h"
+#include "verbs/xrcd.h"
 
 namespace softverbs::verbs {
 namespace {
+
+static_assert(shm::kMaxSrqs == 1u << 12);
+constexpr uint32_t kSrqnGenShift = 12;
+constexpr uint32_t kSrqnGenMask = (1u << (24 - kSrqnGenShift)) - 1;
 
 Result<uint32_t> claim_srq_slot(shm::Segment& seg) {
   shm::ControlLock lock(seg);
@@ -21,8 +27,11 @@ Result<uint32_t> claim_srq_slot(shm::Segment& seg) {
     shm::SharedSrq& s = seg.srq(i);
     if (s.slot_state.load(std::memory_order_relaxed) != static_cast<uint32_t>(shm::SlotState::kFree)) continue;
     // Reset under the lock (see claim_qp_slot): the previous SRQ's indices
-    // and limit must not leak into this one.
+    // and limit must not leak into this one. The XRC SRQ number keeps a
+    // generation above the slot, so a stale number misses a new SRQ.
+    const uint32_t gen = ((s.srqn >> kSrqnGenShift) + 1) & kSrqnGenMask;
     new (&s) shm::SharedSrq();
+    s.srqn = (gen << kSrqnGenShift) | i;
     s.dead_since_ns = ~0ull >> 1;  // reserved: a sweep must not free it
     s.slot_state.store(static_cast<uint32_t>(shm::SlotState::kDead), std::memory_order_release);
     return i;
@@ -37,14 +46,22 @@ Result<Srq*> Srq::create(Context* ctx, ibv_srq_init_attr_ex* a) {
   constexpr uint32_t kKnownMask = IBV_SRQ_INIT_ATTR_TYPE | IBV_SRQ_INIT_ATTR_PD | IBV_SRQ_INIT_ATTR_XRCD |
                                   IBV_SRQ_INIT_ATTR_CQ | IBV_SRQ_INIT_ATTR_TM;
   if ((a->comp_mask & ~kKnownMask) != 0) return Status::error(EINVAL);
-  // XRC and tag-matching SRQs are not supported; a basic SRQ needs no XRCD or CQ.
-  if ((a->comp_mask & IBV_SRQ_INIT_ATTR_TYPE) && a->srq_type != IBV_SRQT_BASIC) {
-    SV_LOG(kDebug, "ibv_create_srq_ex: srq_type %d not supported", static_cast<int>(a->srq_type));
+  // Tag-matching SRQs are not supported.
+  const ibv_srq_type type = (a->comp_mask & IBV_SRQ_INIT_ATTR_TYPE) ? a->srq_type : IBV_SRQT_BASIC;
+  if ((type != IBV_SRQT_BASIC && type != IBV_SRQT_XRC) || (a->comp_mask & IBV_SRQ_INIT_ATTR_TM)) {
+    SV_LOG(kDebug, "ibv_create_srq_ex: srq_type %d not supported", static_cast<int>(type));
     return Status::error(EOPNOTSUPP);
   }
-  if (a->comp_mask & (IBV_SRQ_INIT_ATTR_XRCD | IBV_SRQ_INIT_ATTR_TM)) return Status::error(EOPNOTSUPP);
   if (!(a->comp_mask & IBV_SRQ_INIT_ATTR_PD) || a->pd == nullptr || a->pd->context != ctx->ibv())
     return Status::error(EINVAL);
+  // An XRC SRQ names its domain and the CQ its receives complete on; a
+  // basic one has neither (its QPs name their CQs).
+  const bool xrc = type == IBV_SRQT_XRC;
+  const uint32_t xrc_attrs = IBV_SRQ_INIT_ATTR_XRCD | IBV_SRQ_INIT_ATTR_CQ;
+  if (xrc && ((a->comp_mask & xrc_attrs) != xrc_attrs || a->xrcd == nullptr || a->cq == nullptr ||
+              a->xrcd->context != ctx->ibv() || a->cq->context != ctx->ibv()))
+    return Status::error(EINVAL);
+  if (!xrc && (a->comp_mask & IBV_SRQ_INIT_ATTR_XRCD)) return Status::error(EINVAL);
   // ibv_create_srq(3): srq_limit is ignored here; ibv_modify_srq arms it.
   ibv_srq_attr& attr = a->attr;
   if (attr.max_wr == 0 || attr.max_wr > shm::kMaxSrqWr || attr.max_sge > shm::kMaxSge) return Status::error(EINVAL);
@@ -78,6 +95,12 @@ Result<Srq*> Srq::create(Context* ctx, ibv_srq_init_attr_ex* a) {
   srq->shared_ = &s;
   s.owner = dev.self();
   s.pd_id = srq->pd_->id;
+  if (xrc) {
+    srq->xrcd_ = Xrcd::from(a->xrcd);
+    srq->cq_ = Cq::from(a->cq);
+    s.xrcd = srq->xrcd_->slot + 1;
+    s.recv_cq = srq->cq_->slot();
+  }
   s.rq.ring = ring.value();
   s.rq.capacity = capacity;
   s.rq.stride = stride;
@@ -98,6 +121,10 @@ Result<Srq*> Srq::create(Context* ctx, ibv_srq_init_attr_ex* a) {
   attr.max_wr = capacity;
   attr.max_sge = max_sge;
   srq->pd_->users.fetch_add(1);
+  if (xrc) {
+    srq->xrcd_->users.fetch_add(1);
+    srq->cq_->users().fetch_add(1);
+  }
   dev.add_srq(srq->slot_, srq);
   return srq;
 }
@@ -157,6 +184,12 @@ int Srq::post_recv(ibv_recv_wr* wr, ibv_recv_wr** bad) {
   return rc;
 }
 
+Status Srq::number(uint32_t* srqn) const {
+  if (srqn == nullptr || xrcd_ == nullptr) return Status::error(EINVAL);  // only XRC SRQs are numbered
+  *srqn = shared_->srqn;
+  return Status::ok();
+}
+
 void Srq::raise_limit_event() {
   ctx_->raise_async(IBV_EVENT_SRQ_LIMIT_REACHED, AsyncObject::kSrq,
                     reinterpret_cast<void*>(static_cast<uintptr_t>(event_token_)));
@@ -175,6 +208,10 @@ Status Srq::destroy() {
   // ring is freed after the grace period (invariant 7).
   shm::mark_dead(dev.seg(), *shared_, now_ns());
   pd_->users.fetch_sub(1);
+  if (xrcd_ != nullptr) {
+    xrcd_->users.fetch_sub(1);
+    cq_->users().fetch_sub(1);
+  }
   pthread_mutex_destroy(&ibv_.mutex);
   pthread_cond_destroy(&ibv_.cond);
   delete this;

@@ -1,4 +1,4 @@
-// Shared receive queues (basic SRQs; XRC SRQs are not supported).
+// Shared receive queues: basic SRQs and XRC SRQs.
 //
 // An SRQ is its shared entry (shm::SharedSrq: the receive ring and its limit,
 // in the segment, so that a responder in any process can take from it) and
@@ -6,6 +6,11 @@
 // with init_attr.srq take their receive WQEs from it
 // (transport/responder.cc, take_recv_wqe); each completion goes to the
 // taking QP's recv_cq with that QP's qp_num.
+//
+// An XRC SRQ (IBA Annex A14) belongs to an XRC domain and names its own CQ:
+// an XRC_RECV QP of that domain takes from it the SRQ that each request's
+// XRCETH names, and the completion goes to the SRQ's CQ. Its number
+// (ibv_get_srq_num) is shm::SharedSrq::srqn.
 //
 // Invariant 4 (docs/DESIGN.md): this process is the ring's one producer
 // (post_recv, serialised on post_mu_); responders are the consumers. A QP
@@ -16,8 +21,9 @@
 // that takes the queue below it disarms it (CAS to 0) and raises
 // IBV_EVENT_SRQ_LIMIT_REACHED through the taking QP's events
 // (transport::Notifier::qp_event: the QP's owner is this SRQ's owner), which
-// Qp::on_remote_event hands to raise_limit_event(). One-shot: the
-// application re-arms it.
+// Qp::on_remote_event hands to raise_limit_event(); an XRC SRQ's, whose
+// taker may be another process's QP, through Notifier::srq_event. One-shot:
+// the application re-arms it.
 //
 // Known gaps: a limit event whose QP is destroyed before the service thread
 // delivers it is lost (the limit is already disarmed); a WQE a responder
@@ -41,7 +47,9 @@
 namespace softverbs::verbs {
 
 class Context;
+class Cq;
 struct Pd;
+struct Xrcd;
 
 class Srq {
  public:
@@ -57,6 +65,8 @@ class Srq {
   Status query(ibv_srq_attr* attr);
   int post_recv(ibv_recv_wr* wr, ibv_recv_wr** bad);
   Status destroy();
+  // ibv_get_srq_num(3): XRC SRQs only.
+  Status number(uint32_t* srqn) const;
 
   // QPs that take from this SRQ: destroy fails with EBUSY while > 0.
   std::atomic<uint32_t>& users() { return users_; }
@@ -79,6 +89,8 @@ class Srq {
   ibv_srq ibv_{};  // first: ibv_srq* is this object
   Context* ctx_ = nullptr;
   Pd* pd_ = nullptr;
+  Xrcd* xrcd_ = nullptr;  // XRC SRQs: their domain and CQ
+  Cq* cq_ = nullptr;
   uint32_t slot_ = 0;
   shm::SharedSrq* shared_ = nullptr;
   SpinMutex post_mu_;

@@ -11,6 +11,7 @@
 #include "wire/immdt.h"
 #include "wire/opcode.h"
 #include "wire/reth.h"
+#include "wire/xrceth.h"
 
 namespace softverbs::wire {
 namespace {
@@ -33,6 +34,7 @@ TEST(Headers, SizesMatchTheOpcodeTable) {
   EXPECT_EQ(ImmDt::kBytes, kHeaderBytes[size_t(Header::kImmDt)]);
   EXPECT_EQ(Ieth::kBytes, kHeaderBytes[size_t(Header::kIeth)]);
   EXPECT_EQ(Deth::kBytes, kHeaderBytes[size_t(Header::kDeth)]);
+  EXPECT_EQ(Xrceth::kBytes, kHeaderBytes[size_t(Header::kXrceth)]);
 }
 
 TEST(Headers, Reth) {
@@ -76,6 +78,13 @@ TEST(Headers, DethKeepsItsReservedByteZero) {
   const Deth d = Deth::decode(in.data());
   EXPECT_EQ(d.qkey, 0x80000001u);
   EXPECT_EQ(d.src_qp, 0xfffffeu);  // the reserved byte is not part of SrcQP
+}
+
+// IBA Annex A14: a reserved byte, then the 24-bit XRCSRQ.
+TEST(Headers, XrcethIsAReservedByteThenTheSrqNumber) {
+  EXPECT_EQ(encode(Xrceth{0xabcdef}), (std::vector<uint8_t>{0x00, 0xab, 0xcd, 0xef}));
+  std::array<uint8_t, 4> in = {0xff, 0x00, 0x10, 0x01};
+  EXPECT_EQ(Xrceth::decode(in.data()).srqn, 0x001001u);  // the reserved byte is ignored
 }
 
 }  // namespace

@@ -12,19 +12,20 @@ namespace {
 using F = OpFlag;
 using T = QpTypes;
 
-constexpr uint8_t kDeth = header_bit(Header::kDeth);
-constexpr uint8_t kReth = header_bit(Header::kReth);
-constexpr uint8_t kAtomicEth = header_bit(Header::kAtomicEth);
-constexpr uint8_t kAeth = header_bit(Header::kAeth);
-constexpr uint8_t kAtomicAckEth = header_bit(Header::kAtomicAckEth);
-constexpr uint8_t kImmDt = header_bit(Header::kImmDt);
-constexpr uint8_t kIeth = header_bit(Header::kIeth);
+constexpr uint16_t kDeth = header_bit(Header::kDeth);
+constexpr uint16_t kXrceth = header_bit(Header::kXrceth);
+constexpr uint16_t kReth = header_bit(Header::kReth);
+constexpr uint16_t kAtomicEth = header_bit(Header::kAtomicEth);
+constexpr uint16_t kAeth = header_bit(Header::kAeth);
+constexpr uint16_t kAtomicAckEth = header_bit(Header::kAtomicAckEth);
+constexpr uint16_t kImmDt = header_bit(Header::kImmDt);
+constexpr uint16_t kIeth = header_bit(Header::kIeth);
 
 struct OperationDesc {
   uint8_t code;            // low five bits of the OpCode
   const char* suffix;      // IBTA name without the transport
   uint32_t flags;
-  uint8_t headers;         // extension headers besides the transport's own
+  uint16_t headers;        // extension headers besides the transport's own
   uint8_t transports;      // QpTypes that define this operation
 };
 
@@ -76,16 +77,16 @@ struct TransportDesc {
   uint8_t prefix;    // top three OpCode bits (IBA 9.2)
   const char* name;
   uint32_t flags;    // added to every operation
-  uint8_t headers;   // added to every operation
+  uint16_t headers;  // added to every request
 };
 
 // RD (0x40) is not listed: softverbs has no RD QPs, so its codes stay
-// undefined. XRC is named but lacks kValid until XRCETH exists here.
+// undefined.
 constexpr TransportDesc kTransports[] = {
     {T::kRc, 0x00, "RC", F::kValid, 0},
     {T::kUc, 0x20, "UC", F::kValid, 0},
     {T::kUd, 0x60, "UD", F::kValid, kDeth},  // IBA 9.3.2: every UD packet has a DETH
-    {T::kXrc, 0xa0, "XRC", 0, 0},
+    {T::kXrc, 0xa0, "XRC", F::kValid, kXrceth},  // IBA A14: every XRC request has an XRCETH
 };
 
 constexpr size_t kNameBytes = 40;
@@ -116,8 +117,8 @@ constexpr OpcodeInfo make_info(const TransportDesc& t, const OperationDesc& op, 
   info.qp_types = t.qp_type;
   info.flags = op.flags | t.flags;
   if (!info.valid()) return info;  // reserved: name and QP type only
-  if (t.qp_type == T::kRc && info.is(F::kRequest)) info.flags |= F::kAckRequired;  // IBA 9.7
-  info.headers = static_cast<uint8_t>(op.headers | t.headers);
+  if ((t.qp_type & kReliable) != 0 && info.is(F::kRequest)) info.flags |= F::kAckRequired;  // IBA 9.7
+  info.headers = static_cast<uint16_t>(op.headers | (info.is(F::kRequest) ? t.headers : 0));
   size_t at = kBthBytes;
   for (size_t h = 0; h < kHeaderCount; ++h) {
     if ((info.headers & (1u << h)) == 0) continue;
@@ -184,7 +185,21 @@ static_assert(len(Opcode::kUcRdmaWriteOnly) == 12 + 16);
 static_assert(len(Opcode::kUdSendOnly) == 12 + 8);
 static_assert(len(Opcode::kUdSendOnlyWithImmediate) == 12 + 8 + 4);
 static_assert(at(Opcode::kUdSendOnlyWithImmediate).offset_of(Header::kImmDt) == 20);
-static_assert(!at(Opcode::kXrcSendOnly).valid() && at(Opcode::kXrcSendOnly).name[0] == 'X');
+// XRC: RC's layout with the XRCETH right after the BTH, in requests only.
+static_assert(len(Opcode::kXrcSendOnly) == 12 + 4);
+static_assert(at(Opcode::kXrcSendOnly).offset_of(Header::kXrceth) == 12);
+static_assert(len(Opcode::kXrcSendMiddle) == 12 + 4);
+static_assert(len(Opcode::kXrcSendLastWithImmediate) == 12 + 4 + 4);
+static_assert(len(Opcode::kXrcRdmaWriteFirst) == 12 + 4 + 16);
+static_assert(at(Opcode::kXrcRdmaWriteFirst).offset_of(Header::kReth) == 16);
+static_assert(len(Opcode::kXrcRdmaWriteOnlyWithImmediate) == 12 + 4 + 16 + 4);
+static_assert(len(Opcode::kXrcRdmaReadRequest) == 12 + 4 + 16);
+static_assert(len(Opcode::kXrcCompareSwap) == 12 + 4 + 28);
+static_assert(at(Opcode::kXrcFetchAdd).offset_of(Header::kAtomicEth) == 16);
+static_assert(len(Opcode::kXrcAcknowledge) == 12 + 4 && !at(Opcode::kXrcAcknowledge).has(Header::kXrceth));
+static_assert(len(Opcode::kXrcAtomicAcknowledge) == 12 + 4 + 8);
+static_assert(len(Opcode::kXrcRdmaReadResponseMiddle) == 12);
+static_assert(at(Opcode::kXrcSendOnly).is(F::kAckRequired));
 static_assert(!at(static_cast<Opcode>(0x44)).valid());  // RD stays undefined
 static_assert(!at(static_cast<Opcode>(0x15)).valid());  // RC code 0x15 is not ours
 

@@ -7,8 +7,7 @@
 //   2. opcode_info(op) is valid for all 256 byte values. An entry whose
 //      flags lack OpFlag::kValid is an opcode softverbs does not accept on
 //      the wire: undefined codes (RD's included — softverbs has no RD QPs)
-//      have name == nullptr; XRC codes are named, reserved for later, and
-//      carry only name and qp_types (no headers, length 0).
+//      have name == nullptr.
 //   3. Header offsets are counted from the first byte of the BTH; a header
 //      the opcode does not carry has offset 0. length is BTH plus every
 //      extension header, i.e. where the payload starts.
@@ -67,7 +66,7 @@ enum class Opcode : uint8_t {
   kUdSendOnly = 0x64,
   kUdSendOnlyWithImmediate = 0x65,
 
-  // Extended Reliable Connection: reserved, not accepted yet.
+  // Extended Reliable Connection (IBA Annex A14): RC's codes; requests carry an XRCETH.
   kXrcSendFirst = 0xa0,
   kXrcSendMiddle = 0xa1,
   kXrcSendLast = 0xa2,
@@ -97,6 +96,7 @@ enum class Opcode : uint8_t {
 enum class Header : uint8_t {
   kRdeth = 0,     // IBA 9.3.1, 4 bytes (RD only; never valid here)
   kDeth,          // IBA 9.3.2, 8 bytes
+  kXrceth,        // IBA Annex A14, 4 bytes (XRC requests)
   kReth,          // IBA 9.3.3, 16 bytes
   kAtomicEth,     // IBA 9.3.4, 28 bytes
   kAeth,          // IBA 9.3.5, 4 bytes
@@ -104,14 +104,14 @@ enum class Header : uint8_t {
   kImmDt,         // IBA 9.3.7, 4 bytes
   kIeth,          // IBA 9.3.8, 4 bytes
 };
-inline constexpr size_t kHeaderCount = 8;
+inline constexpr size_t kHeaderCount = 9;
 
 inline constexpr size_t kBthBytes = 12;  // IBA 9.2
 inline constexpr size_t kIcrcBytes = 4;  // IBA 7.8.1
-inline constexpr std::array<uint8_t, kHeaderCount> kHeaderBytes = {4, 8, 16, 28, 4, 8, 4, 4};
+inline constexpr std::array<uint8_t, kHeaderCount> kHeaderBytes = {4, 8, 4, 16, 28, 4, 8, 4, 4};
 
-[[nodiscard]] constexpr uint8_t header_bit(Header h) {
-  return static_cast<uint8_t>(1u << static_cast<unsigned>(h));
+[[nodiscard]] constexpr uint16_t header_bit(Header h) {
+  return static_cast<uint16_t>(1u << static_cast<unsigned>(h));
 }
 
 // Per-opcode properties. ONLY is FIRST|LAST, as IBA 9.7 treats a single-packet
@@ -153,7 +153,7 @@ struct QpTypes {
 struct OpcodeInfo {
   const char* name = nullptr;  // IBTA-style, e.g. "RC_SEND_FIRST"
   uint32_t flags = 0;          // OpFlag::k* bits
-  uint8_t headers = 0;         // header_bit() of each extension header carried
+  uint16_t headers = 0;        // header_bit() of each extension header carried
   uint8_t qp_types = 0;        // QpTypes::k* bits
   uint8_t length = 0;          // bytes from BTH start to the payload
   std::array<uint8_t, kHeaderCount> offset{};  // from BTH start; 0 if absent

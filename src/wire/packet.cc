@@ -91,6 +91,7 @@ PacketError PacketBuilder::build(const TransportHeaders& h, uint32_t payload_len
   bth.tver = 0;  // IBA 9.2: version 0
   bth.encode(p);
   if (info.has(Header::kDeth)) h.deth.encode(p + info.offset_of(Header::kDeth));
+  if (info.has(Header::kXrceth)) h.xrceth.encode(p + info.offset_of(Header::kXrceth));
   if (info.has(Header::kReth)) h.reth.encode(p + info.offset_of(Header::kReth));
   if (info.has(Header::kAtomicEth)) h.atomic_eth.encode(p + info.offset_of(Header::kAtomicEth));
   if (info.has(Header::kAeth)) h.aeth.encode(p + info.offset_of(Header::kAeth));

@@ -29,6 +29,7 @@
 #include "wire/immdt.h"
 #include "wire/opcode.h"
 #include "wire/reth.h"
+#include "wire/xrceth.h"
 
 namespace softverbs::wire {
 
@@ -36,7 +37,7 @@ enum class PacketError : uint8_t {
   kOk = 0,
   kTruncatedBth,        // fewer bytes than a BTH
   kUnknownOpcode,       // not an opcode of RC, UC or UD
-  kUnsupportedOpcode,   // a named but reserved opcode (XRC)
+  kUnsupportedOpcode,   // a named opcode softverbs does not accept (none at present)
   kBadTver,             // BTH TVer is not 0
   kTruncatedHeaders,    // shorter than the opcode's headers plus the ICRC
   kBadPadCount,         // pad exceeds the payload area or misaligns it
@@ -72,6 +73,7 @@ class PacketView {
   [[nodiscard]] ImmDt immdt() const { return get<ImmDt>(Header::kImmDt); }
   [[nodiscard]] Ieth ieth() const { return get<Ieth>(Header::kIeth); }
   [[nodiscard]] Deth deth() const { return get<Deth>(Header::kDeth); }
+  [[nodiscard]] Xrceth xrceth() const { return get<Xrceth>(Header::kXrceth); }
 
   [[nodiscard]] std::span<const uint8_t> payload() const { return {data_ + info_->length, payload_len_}; }
   [[nodiscard]] uint32_t payload_length() const { return payload_len_; }
@@ -106,6 +108,7 @@ struct TransportHeaders {
   ImmDt immdt;
   Ieth ieth;
   Deth deth;
+  Xrceth xrceth;
 };
 
 // Bytes of the largest IB packet sent or accepted: a 4096-byte payload with

@@ -26,6 +26,7 @@ TransportHeaders sample_headers(Opcode op) {
   h.immdt = ImmDt{0xfeedface};
   h.ieth = Ieth{0x5a5a5a5a};
   h.deth = Deth{0x80010000, 0x000321};
+  h.xrceth = Xrceth{0x00f00d};
   return h;
 }
 
@@ -65,6 +66,7 @@ TEST(Packet, BuildThenParseEveryValidOpcode) {
       EXPECT_EQ(v.immdt(), info.has(Header::kImmDt) ? h.immdt : ImmDt{});
       EXPECT_EQ(v.ieth(), info.has(Header::kIeth) ? h.ieth : Ieth{});
       EXPECT_EQ(v.deth(), info.has(Header::kDeth) ? h.deth : Deth{});
+      EXPECT_EQ(v.xrceth(), info.has(Header::kXrceth) ? h.xrceth : Xrceth{});
       // Pad and ICRC slot are zeroed, nothing past the packet is touched.
       for (size_t i = info.length + len; i < b.length(); ++i) EXPECT_EQ(buf[i], 0) << i;
       EXPECT_EQ(buf[b.length()], 0xcc);
@@ -109,6 +111,29 @@ TEST(Packet, SendWithInvalidateBytes) {
             std::nullopt);
 }
 
+// IBA Annex A14, byte for byte: an XRC SEND ONLY is the BTH, the XRCETH
+// (reserved byte, 24-bit XRCSRQ), the payload, pad, ICRC.
+TEST(Packet, XrcSendOnlyBytes) {
+  TransportHeaders h;
+  h.bth.opcode = Opcode::kXrcSendOnly;
+  h.bth.pkey = 0xffff;
+  h.bth.dest_qp = 0x012345;
+  h.bth.ack_req = true;
+  h.bth.psn = Psn(0x000102);
+  h.xrceth = Xrceth{0x0a0b0c};
+  const uint8_t payload[3] = {0xde, 0xad, 0xbe};
+  std::vector<uint8_t> buf(64);
+  PacketBuilder b(buf);
+  ASSERT_EQ(b.build(h, payload), PacketError::kOk);
+  const std::vector<uint8_t> want = {0xa4, 0x10, 0xff, 0xff, 0x00, 0x01, 0x23, 0x45, 0x80, 0x00, 0x01, 0x02,
+                                     0x00, 0x0a, 0x0b, 0x0c, 0xde, 0xad, 0xbe, 0x00, 0, 0, 0, 0};
+  EXPECT_EQ(std::vector<uint8_t>(b.packet().begin(), b.packet().end()), want);
+  const PacketView v = PacketView::parse(b.packet(), kMtu);
+  ASSERT_TRUE(v.ok());
+  EXPECT_EQ(v.xrceth().srqn, 0x0a0b0cu);
+  EXPECT_EQ(v.payload_length(), 3u);
+}
+
 TEST(Packet, BuilderRejections) {
   std::vector<uint8_t> buf(64);
   PacketBuilder b(buf);
@@ -116,7 +141,6 @@ TEST(Packet, BuilderRejections) {
   EXPECT_EQ(b.build(sample_headers(Opcode::kRcSendOnly), 64 - 12 - 4 + 1),
             PacketError::kBufferTooSmall);
   EXPECT_EQ(b.build(sample_headers(Opcode::kRcSendOnly), 64 - 12 - 4), PacketError::kOk);
-  EXPECT_EQ(b.build(sample_headers(Opcode::kXrcSendOnly), 0), PacketError::kUnsupportedOpcode);
   EXPECT_EQ(b.build(sample_headers(static_cast<Opcode>(0x44)), 0), PacketError::kUnknownOpcode);
   EXPECT_EQ(PacketBuilder::packet_length(static_cast<Opcode>(0x44), 0), 0u);
 }
@@ -139,8 +163,8 @@ TEST(Packet, RejectsMalformed) {
   auto p = built(Opcode::kRcSendOnly, 8);
   p[0] = 0x44;  // RD
   EXPECT_EQ(parse_error(p), PacketError::kUnknownOpcode);
-  p[0] = 0xa4;  // XRC
-  EXPECT_EQ(parse_error(p), PacketError::kUnsupportedOpcode);
+  p[0] = 0xb5;  // XRC has no code 0x15, as RC has none
+  EXPECT_EQ(parse_error(p), PacketError::kUnknownOpcode);
   p[0] = 0x04;
   p[1] |= 0x01;  // TVer 1
   EXPECT_EQ(parse_error(p), PacketError::kBadTver);

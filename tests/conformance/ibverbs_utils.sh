@@ -17,6 +17,9 @@ fail() { echo "FAIL: $*" >&2; exit 1; }
 # A TCP port for the pingpong rendezvous that nothing else uses.
 port=$(( 20000 + ($$ % 20000) ))
 
+# What a pingpong prints when it passed (ibv_xsrq_pingpong: "success").
+done_word="iters in"
+
 pingpong() {  # pingpong <program> <args...>: server and client, both must pass
   local prog=$1; shift
   local log
@@ -33,9 +36,46 @@ pingpong() {  # pingpong <program> <args...>: server and client, both must pass
   done
   echo "client: $out" | tail -2
   wait "$spid" || fail "$prog $* server failed: $(cat "$log")"
-  grep -q "iters in" <<<"$out" || fail "$prog $* client failed: $out"
-  grep -q "iters in" "$log" || fail "$prog $* server printed no result: $(cat "$log")"
+  grep -q "$done_word" <<<"$out" || fail "$prog $* client failed: $out"
+  grep -q "$done_word" "$log" || fail "$prog $* server printed no result: $(cat "$log")"
   rm -f "$log"
+  port=$((port + 1))
+}
+
+# ibv_xsrq_pingpong's server with several clients (-c): xsrq_clients <n> <args...>.
+# The server's XRC_SEND QP to one client's XRC_RECV QP names another
+# client's SRQ on alternate messages: one process's QP delivers into another
+# process's SRQ of the domain they share (/tmp/xrc_domain).
+xsrq_clients() {
+  local n=$1; shift
+  local slog
+  slog=$(mktemp)
+  timeout 120 ibv_xsrq_pingpong -d softverbs0 -p "$port" -c "$n" "$@" >"$slog" 2>&1 &
+  local spid=$!
+  pids+=("$spid")
+  local logs=() cpids=() i
+  for i in $(seq "$n"); do
+    logs+=("$(mktemp)")
+    (
+      for _ in $(seq 50); do
+        timeout 120 ibv_xsrq_pingpong -d softverbs0 -p "$port" "$@" localhost >"${logs[-1]}" 2>&1 && exit 0
+        # The server may not listen yet: retry the rendezvous only, never a failed run.
+        grep -q "Couldn't connect" "${logs[-1]}" || exit 1
+        sleep 0.1
+      done
+      exit 1
+    ) &
+    cpids+=("$!")
+    pids+=("$!")
+  done
+  for i in "${!cpids[@]}"; do
+    wait "${cpids[$i]}" || fail "ibv_xsrq_pingpong -c $n $* client $i failed: $(cat "${logs[$i]}")"
+    grep -q success "${logs[$i]}" || fail "client $i printed no result: $(cat "${logs[$i]}")"
+  done
+  wait "$spid" || fail "ibv_xsrq_pingpong -c $n $* server failed: $(cat "$slog")"
+  grep -q success "$slog" || fail "ibv_xsrq_pingpong -c $n server printed no result: $(cat "$slog")"
+  echo "ibv_xsrq_pingpong -c $n $*: server and $n clients: success"
+  rm -f "$slog" "${logs[@]}"
   port=$((port + 1))
 }
 
@@ -47,7 +87,8 @@ case $scenario in
     ;;
   devinfo)
     out=$(ibv_devinfo -v) || fail "ibv_devinfo -v: $out"
-    echo "$out" | head -20
+    # Not `echo | head`: head leaves early, and pipefail would fail the test on echo's SIGPIPE.
+    head -20 <<<"$out"
     for want in "hca_id:[[:space:]]softverbs0" "state:[[:space:]]+PORT_ACTIVE" "active_mtu:[[:space:]]+4096" \
                 "link_layer:[[:space:]]+InfiniBand" "atomic_cap:[[:space:]]+ATOMIC_HCA" "GID\[  0\]:[[:space:]]+fe80:0000:0000:0000"; do
       grep -Eq "$want" <<<"$out" || fail "ibv_devinfo -v lacks /$want/"
@@ -95,6 +136,17 @@ case $scenario in
   srq_pingpong_events)
     pingpong ibv_srq_pingpong -e -n 1000
     pingpong ibv_srq_pingpong -e -s 65536 -n 300 -c
+    ;;
+  xsrq_pingpong)
+    # XRC: each end sends on an XRC_SEND QP to the peer's XRC_RECV QP, naming
+    # the peer's XRC SRQ. Both processes open the XRC domain through
+    # /tmp/xrc_domain, so on one device they share it. It checks no data.
+    done_word=success
+    for size in 1 4096 65536; do pingpong ibv_xsrq_pingpong -s "$size" -n 500; done
+    pingpong ibv_xsrq_pingpong -g 0 -n 500
+    pingpong ibv_xsrq_pingpong -e -n 300
+    xsrq_clients 2 -n 300
+    xsrq_clients 3 -s 100 -n 200
     ;;
   *) fail "unknown scenario $scenario" ;;
 esac

@@ -1,12 +1,14 @@
 #!/usr/bin/env bash
-# The RoCEv2 traffic of Debian's ibv_rc_pingpong and perftest, unmodified,
+# The RoCEv2 traffic of Debian's ibv_rc_pingpong, ibv_xsrq_pingpong and perftest, unmodified,
 # between two network namespaces, captured with dumpcap on namespace A's veth
 # and checked packet by packet:
 #   - tshark dissects every UDP/4791 datagram as InfiniBand, with no malformed
 #     packet and no expert info of severity Warning or Error;
 #   - the opcodes seen include RC SEND FIRST/MIDDLE/LAST/ONLY, RDMA WRITE
 #     FIRST/MIDDLE/LAST, RDMA READ REQUEST and RESPONSE FIRST/MIDDLE/LAST,
-#     COMPARE SWAP, FETCH ADD, ACKNOWLEDGE and ATOMIC ACKNOWLEDGE;
+#     COMPARE SWAP, FETCH ADD, ACKNOWLEDGE and ATOMIC ACKNOWLEDGE, and XRC SEND
+#     FIRST/MIDDLE/LAST and ACKNOWLEDGE (tshark 4.0 names no XRC opcode, but
+#     dissects the BTH; icrc_check.py checks their ICRC all the same);
 #   - request PSNs, per (source, destination, destination QP) of one run,
 #     advance by one per packet modulo 2^24 (a READ REQUEST by the number of
 #     response packets it asks for). A request PSN that skips ahead fails; one
@@ -25,7 +27,7 @@ set -euo pipefail
 here=$(cd "$(dirname "$0")" && pwd)
 [ $# -ge 1 ] || { echo "usage: $0 <dir of libibverbs.so.1> | --check <pcap>..." >&2; exit 2; }
 if [ "$1" = --check ]; then shift; captures=("$@"); tools=(tshark)
-else lib=$1; captures=(); tools=(dumpcap tshark ibv_rc_pingpong ib_write_bw ib_read_bw ib_atomic_bw ib_send_bw); fi
+else lib=$1; captures=(); tools=(dumpcap tshark ibv_rc_pingpong ibv_xsrq_pingpong ib_write_bw ib_read_bw ib_atomic_bw ib_send_bw); fi
 for tool in "${tools[@]}"; do
   command -v "$tool" > /dev/null || { echo "SKIP: $tool is not installed (scripts/deps.sh)"; exit 77; }
 done
@@ -142,6 +144,7 @@ if [ -n "${lib:-}" ]; then
   run pingpong-4096 "$ADDR_A" "$ADDR_B" "$ADDR_A" "${pp[@]}" -s 4096 -n 50  # SEND FIRST/MIDDLE/LAST
   run pingpong-1000 "$ADDR_A" "$ADDR_B" "$ADDR_A" "${pp[@]}" -s 1000 -n 20  # SEND ONLY
   run pingpong-v6 "$ADDR6_A" "$ADDR6_B" "$ADDR_A" "${pp[@]}" -s 3000 -n 20  # IPv6 headers in the ICRC
+  run xsrq "$ADDR_A" "$ADDR_B" "$ADDR_A" ibv_xsrq_pingpong -d softverbs_roce0 -g 0 -m $mtu -s 3000 -n 20  # XRC
   run ib_write_bw "$ADDR_A" "$ADDR_B" "$ADDR_A" ib_write_bw "${pt[@]}" -s 4096
   run ib_read_bw "$ADDR_A" "$ADDR_B" "$ADDR_A" ib_read_bw "${pt[@]}" -s 4096
   run ib_atomic_bw-fadd "$ADDR_A" "$ADDR_B" "$ADDR_A" ib_atomic_bw "${pt[@]}" -A FETCH_AND_ADD
@@ -194,7 +197,7 @@ for pcap in "${captures[@]}"; do
   if ! awk -v mtu=$mtu -v drops="$drops" -v name="$name" '
       function response(op) { return (op >= 13 && op <= 18) }  # READ RESPONSE *, ACK, ATOMIC ACK
       {
-        src = $1; dst = $2; qp = $3; op = $4 + 0; psn = $5 + 0; len = $6 + 0
+        src = $1; dst = $2; qp = $3; op = ($4 + 0) % 32; psn = $5 + 0; len = $6 + 0  # XRC: RC code + 0xA0
         key = src ">" dst "/" qp
         if (response(op)) {
           if (key in rlast) {
@@ -226,13 +229,15 @@ done
 declare -A want=([0]="SEND FIRST" [1]="SEND MIDDLE" [2]="SEND LAST" [4]="SEND ONLY"
   [6]="RDMA WRITE FIRST" [7]="RDMA WRITE MIDDLE" [8]="RDMA WRITE LAST" [12]="RDMA READ REQUEST"
   [13]="RDMA READ RESPONSE FIRST" [14]="RDMA READ RESPONSE MIDDLE" [15]="RDMA READ RESPONSE LAST"
-  [17]="ACKNOWLEDGE" [18]="ATOMIC ACKNOWLEDGE" [19]="COMPARE SWAP" [20]="FETCH ADD" [100]="UD SEND ONLY")
+  [17]="ACKNOWLEDGE" [18]="ATOMIC ACKNOWLEDGE" [19]="COMPARE SWAP" [20]="FETCH ADD" [100]="UD SEND ONLY"
+  [160]="XRC SEND FIRST" [161]="XRC SEND MIDDLE" [162]="XRC SEND LAST" [177]="XRC ACKNOWLEDGE")
 for op in $(printf '%s\n' "${!want[@]}" | sort -n); do
   if [ -n "${seen[$op]:-}" ]; then echo "opcode $op (${want[$op]}): seen"
   else echo "FAIL: opcode $op (${want[$op]}) not in the captures"; fail=1; fi
 done
 for op in "${!seen[@]}"; do
-  [ "$op" -le 31 ] || [ "$op" -eq 100 ] || { echo "FAIL: opcode $op is neither RC nor UD SEND ONLY"; fail=1; }
+  [ "$op" -le 31 ] || [ "$op" -eq 100 ] || { [ "$op" -ge 160 ] && [ "$op" -le 183 ]; } ||
+    { echo "FAIL: opcode $op is not an RC, XRC or UD SEND ONLY opcode"; fail=1; }
 done
 echo "opcodes seen: $(printf '%s\n' "${!seen[@]}" | sort -n | tr '\n' ' ')"
 echo "$total RoCEv2 packets in ${#captures[@]} captures"

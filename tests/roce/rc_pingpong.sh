@@ -5,7 +5,10 @@
 #   rc_pingpong.sh <dir of libibverbs.so.1> <scenario>
 #   scenarios: v4 (IPv4 GID), v6 (IPv6 GID), big (1 MiB messages), mtu4096,
 #              uc, uc-v6, ud, ud-v6, srq (ibv_srq_pingpong: 4 RC QPs on one SRQ
-#              per side), srq-events
+#              per side), srq-events, xsrq (ibv_xsrq_pingpong: XRC), xsrq-clients
+#              (a server with two clients in one namespace, on one device
+#              and one XRC domain: the server's messages to one client's
+#              XRC_RECV QP land in the other client's SRQ on alternate sends)
 set -euo pipefail
 lib=$1
 scenario=$2
@@ -27,6 +30,7 @@ addr_a=$ADDR_A addr_b=$ADDR_B
 args=(-g 0 -n 200 -c)
 mtu=1024
 prog=ibv_rc_pingpong
+clients=1
 case $scenario in
   # -c: the receiver checks every byte of every message.
   uc) prog=ibv_uc_pingpong; args=(-g 0 -n 200 -s 5000 -c) ;;
@@ -36,6 +40,9 @@ case $scenario in
   ud-v6) prog=ibv_ud_pingpong; args=(-g 0 -n 200 -s 512 -c); addr_a=$ADDR6_A addr_b=$ADDR6_B ;;
   srq) prog=ibv_srq_pingpong; args=(-g 0 -n 100 -q 4 -c) ;;
   srq-events) prog=ibv_srq_pingpong; args=(-g 0 -n 100 -q 4 -e -c) ;;
+  # XRC_SEND to the peer's XRC_RECV QP and XRC SRQ (XRCETH on the wire).
+  xsrq) prog=ibv_xsrq_pingpong; args=(-g 0 -n 200 -s 5000) ;;
+  xsrq-clients) prog=ibv_xsrq_pingpong; args=(-g 0 -n 100 -s 5000); clients=2 ;;
   v4) ;;
   v6) addr_a=$ADDR6_A addr_b=$ADDR6_B ;;
   big) args=(-g 0 -n 20 -s 1048576 -c) ;;
@@ -49,22 +56,40 @@ env_for() {  # address, name
        SOFTVERBS_DEVICE_PATH=/dev/shm/softverbs-itest-roce-$$-$2
 }
 
-in_a env $(env_for "$addr_a" a) timeout 60 $prog -d softverbs_roce0 -p $port "${args[@]}" \
+server_args=()
+[ $clients -gt 1 ] && server_args=(-c $clients)
+in_a env $(env_for "$addr_a" a) timeout 60 $prog -d softverbs_roce0 -p $port "${args[@]}" "${server_args[@]}" \
   > "$work/server.out" 2>&1 &
 server=$!
 NETNS_PIDS+=("$server")
 # The client does not retry the TCP connect: start it once the server listens.
 wait_listen in_a "$port" "$server" || true
 rc=0
-in_b env $(env_for "$addr_b" b) timeout 60 $prog -d softverbs_roce0 -p $port "${args[@]}" "$ADDR_A" \
-  > "$work/client.out" 2>&1 || rc=$?
+ends=(server)
+if [ $clients -eq 1 ]; then
+  ends+=(client)
+  in_b env $(env_for "$addr_b" b) timeout 60 $prog -d softverbs_roce0 -p $port "${args[@]}" "$ADDR_A" \
+    > "$work/client.out" 2>&1 || rc=$?
+else
+  # Every client on the one device of namespace B (one segment, one address).
+  cpids=()
+  for i in $(seq $clients); do
+    ends+=(client$i)
+    in_b env $(env_for "$addr_b" b) timeout 60 $prog -d softverbs_roce0 -p $port "${args[@]}" "$ADDR_A" \
+      > "$work/client$i.out" 2>&1 &
+    cpids+=($!)
+    NETNS_PIDS+=($!)
+  done
+  for p in "${cpids[@]}"; do wait "$p" || rc=$?; done
+fi
 wait "$server" || rc=$?
-echo "--- server"; cat "$work/server.out"; echo "--- client"; cat "$work/client.out"
+for f in "${ends[@]}"; do echo "--- $f"; cat "$work/$f.out"; done
 [ $rc -eq 0 ] || { echo "FAIL: exit status $rc"; exit 1; }
-# Both ends report the bytes they moved and a rate.
-for f in server client; do
-  grep -Eq '^[0-9]+ bytes in [0-9.]+ seconds = [0-9.]+ Mbit/sec' "$work/$f.out" ||
-    { echo "FAIL: no throughput line from the $f"; exit 1; }
+# Both ends report the bytes they moved and a rate (ibv_xsrq_pingpong: "success").
+done_line='^[0-9]+ bytes in [0-9.]+ seconds = [0-9.]+ Mbit/sec'
+[ "$prog" = ibv_xsrq_pingpong ] && done_line='^success$'
+for f in "${ends[@]}"; do
+  grep -Eq "$done_line" "$work/$f.out" || { echo "FAIL: no result line from the $f"; exit 1; }
 done
-grep -q "GID" "$work/client.out" || { echo "FAIL: the client did not use a GID"; exit 1; }
+grep -q "GID" "$work/${ends[1]}.out" || { echo "FAIL: the client did not use a GID"; exit 1; }
 echo PASS

@@ -32,6 +32,8 @@ const char* qp_type_name(uint8_t t) {
     case IBV_QPT_RC: return "RC";
     case IBV_QPT_UC: return "UC";
     case IBV_QPT_UD: return "UD";
+    case IBV_QPT_XRC_SEND: return "XRC_SEND";
+    case IBV_QPT_XRC_RECV: return "XRC_RECV";
     default: return "?";
   }
 }

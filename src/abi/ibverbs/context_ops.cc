@@ -44,9 +44,6 @@ int u_query_rt_values(ibv_context*, ibv_values_ex*) { return unsupported(__func_
 int u_destroy_flow(ibv_flow*) { return unsupported(__func__); }
 ibv_flow* u_create_flow(ibv_qp*, ibv_flow_attr*) { return unsupported_ptr<ibv_flow>(__func__); }
 void u_placeholder() {}
-ibv_qp* u_open_qp(ibv_context*, ibv_qp_open_attr*) { return unsupported_ptr<ibv_qp>(__func__); }
-ibv_xrcd* u_open_xrcd(ibv_context*, ibv_xrcd_init_attr*) { return unsupported_ptr<ibv_xrcd>(__func__); }
-int u_close_xrcd(ibv_xrcd*) { return unsupported(__func__); }
 
 int compat_query_device(ibv_context* ctx, ibv_device_attr* attr) { return ibv_query_device(ctx, attr); }
 int compat_query_port(ibv_context* ctx, uint8_t port, _compat_ibv_port_attr* attr) {
@@ -128,12 +125,12 @@ void fill_context_ops(verbs_context* v) {
   v->ABI_placeholder2 = u_placeholder;
   v->ibv_create_flow = u_create_flow;
   v->ABI_placeholder1 = u_placeholder;
-  v->open_qp = u_open_qp;
+  v->open_qp = op_open_qp;
   v->create_qp_ex = op_create_qp_ex;
   v->get_srq_num = op_get_srq_num;
   v->create_srq_ex = op_create_srq_ex;
-  v->open_xrcd = u_open_xrcd;
-  v->close_xrcd = u_close_xrcd;
+  v->open_xrcd = op_open_xrcd;
+  v->close_xrcd = op_close_xrcd;
 }
 
 }  // namespace softverbs::abi

@@ -21,6 +21,13 @@ ibv_qp* op_create_qp_ex(ibv_context* ctx, ibv_qp_init_attr_ex* attr) {
   return qp.value()->ibv();
 }
 
+ibv_qp* op_open_qp(ibv_context* ctx, ibv_qp_open_attr* attr) {
+  if (ctx == nullptr || attr == nullptr) return fail<ibv_qp>(EINVAL);
+  Result<Qp*> qp = Qp::open(Context::from(ctx), *attr);
+  if (!qp.is_ok()) return fail<ibv_qp>(qp.code());
+  return qp.value()->ibv();
+}
+
 }  // namespace softverbs::abi
 
 SV_EXPORT ibv_qp* ibv_create_qp(ibv_pd* pd, ibv_qp_init_attr* init) {

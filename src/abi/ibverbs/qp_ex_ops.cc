@@ -77,6 +77,7 @@ void wr_set_inline_data_list(ibv_qp_ex* q, size_t n, const ibv_data_buf* bufs) {
 void wr_set_ud_addr(ibv_qp_ex* q, ibv_ah* ah, uint32_t remote_qpn, uint32_t remote_qkey) {
   of(q)->wr_set_ud_addr(ah, remote_qpn, remote_qkey);
 }
+void wr_set_xrc_srqn(ibv_qp_ex* q, uint32_t remote_srqn) { of(q)->wr_set_xrc_srqn(remote_srqn); }
 
 }  // namespace
 
@@ -90,6 +91,7 @@ void fill_qp_ex_ops(ibv_qp_ex* q, uint64_t ops) {
   q->wr_set_inline_data = wr_set_inline_data;
   q->wr_set_inline_data_list = wr_set_inline_data_list;
   q->wr_set_ud_addr = wr_set_ud_addr;
+  q->wr_set_xrc_srqn = wr_set_xrc_srqn;
   if (ops & IBV_QP_EX_WITH_SEND) q->wr_send = wr_send;
   if (ops & IBV_QP_EX_WITH_SEND_WITH_IMM) q->wr_send_imm = wr_send_imm;
   if (ops & IBV_QP_EX_WITH_SEND_WITH_INV) q->wr_send_inv = wr_send_inv;

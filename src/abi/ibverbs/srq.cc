@@ -1,5 +1,5 @@
-// Shared receive queues (basic SRQs). XRC SRQs (and tag matching) fail with
-// EOPNOTSUPP: there are no XRC domains.
+// Shared receive queues: basic and XRC SRQs (tag matching fails with
+// EOPNOTSUPP).
 #include "abi/ibverbs/abi.h"
 #include "verbs/context.h"
 #include "verbs/pd.h"
@@ -26,8 +26,10 @@ ibv_srq* op_create_srq_ex(ibv_context* ctx, ibv_srq_init_attr_ex* attr) {
   return srq.value()->ibv();
 }
 
-// Only XRC SRQs have numbers.
-int op_get_srq_num(ibv_srq*, uint32_t*) { return EOPNOTSUPP; }
+int op_get_srq_num(ibv_srq* srq, uint32_t* srq_num) {
+  if (srq == nullptr) return EINVAL;
+  return Srq::from(srq)->number(srq_num).code();
+}
 
 }  // namespace softverbs::abi
 

@@ -10,6 +10,7 @@
 #include "shm/process_registry.h"
 #include "shm/rings.h"
 #include "transport/completer.h"
+#include "transport/qp_types.h"
 #include "transport/requester.h"
 #include "transport/mem_ops.h"
 #include "transport/responder.h"
@@ -72,10 +73,26 @@ struct Target {
   const int slot = transport::qp_slot_of(seg, dest_qpn);
   if (slot < 0) return "no such QP";
   out->slot = static_cast<uint32_t>(slot);
+  // IBA 9.6.1.4: a packet of another transport than the QP's is not for it
+  // (the UDP link drops it on receipt): XRC reaches XRC_RECV QPs only.
+  if ((s.qp.qp_type == IBV_QPT_XRC_SEND) != (seg.qp(out->slot).qp_type == IBV_QPT_XRC_RECV))
+    return "another transport's QP";
   out->owner = seg.qp(out->slot).owner;
   out->local = out->owner == s.qp.self;
   if (!out->local && !shm::process_alive(seg, out->owner)) return "the QP's process is gone";
   return nullptr;
+}
+
+// IBA Annex A14: an XRC request reaches the memory of the XRC SRQ's owner,
+// who need not be the XRC_RECV QP's. One the responder will refuse (no such
+// SRQ) keeps the QP's owner: no memory is reached.
+void retarget_to_xrc_srq(shm::Segment& seg, const transport::SendSide& s, uint32_t srqn, Target* t) {
+  const shm::SharedSrq& srq = seg.srq(srqn & (shm::kMaxSrqs - 1));
+  if (srq.slot_state.load(std::memory_order_acquire) != static_cast<uint32_t>(shm::SlotState::kLive) ||
+      srq.srqn != srqn)
+    return;
+  t->owner = srq.owner;
+  t->local = t->owner == s.qp.self;
 }
 
 // Where the target QP's next receive completion goes (SendSide::recv_cqe_hint).
@@ -239,9 +256,13 @@ ibv_wc_status HostFabric::transmit(transport::SendSide& s, transport::SendWqe& w
     return IBV_WC_SUCCESS;  // lost on the way: the requester's timer decides
   }
 
+  const bool xrc = s.qp.qp_type == IBV_QPT_XRC_SEND;
+  if (xrc) retarget_to_xrc_srq(seg, s, w.remote_srqn, &target);
+
   transport::Request req;
   req.kind = op->kind;
   req.has_imm = op->has_imm;
+  req.xrc_srqn = w.remote_srqn;
   req.solicited = (w.send_flags & IBV_SEND_SOLICITED) != 0;
   req.psn = w.psn;
   req.packets = w.packets;
@@ -320,12 +341,12 @@ ibv_wc_status HostFabric::transmit(transport::SendSide& s, transport::SendWqe& w
     // The READ's data goes straight from the target's memory into ours.
     const auto* mr = static_cast<const shm::SharedMr*>(resp.data_mr);
     if (!mem.read(*mr, resp.data_va, std::min<uint64_t>(w.length, list.bytes), list, 0).is_ok()) resp.kind = Kind::kDrop;
-  } else if (answered && (op->kind == ReqKind::kSend || op->has_imm) && !ud) {  // a receive completion
+  } else if (answered && (op->kind == ReqKind::kSend || op->has_imm) && !ud && !xrc) {  // a receive completion
     note_next_recv_cqe(s, seg, target.slot);
   }
   if (!target.local) note_path(s, peer_mem);
   // UC and UD answer nothing: the requester completes them once sent.
-  if (s.qp.qp_type == IBV_QPT_RC) report(s, w, op->kind, resp, seg.qp(target.slot).resp.epsn);
+  if (transport::reliable_qp(s.qp.qp_type)) report(s, w, op->kind, resp, seg.qp(target.slot).resp.epsn);
   return IBV_WC_SUCCESS;
 }
 

@@ -15,6 +15,7 @@
 #include "fabric/fabrics.h"
 #include "fabric/udp/sockaddr.h"
 #include "transport/responder.h"
+#include "transport/qp_types.h"
 #include "util/log.h"
 #include "wire/icrc.h"
 
@@ -409,15 +410,13 @@ void UdpFabric::on_datagram(const Endpoint& ep, const Peer& from, std::span<cons
   }
   // A packet of another transport than the QP's is not for it (IBA 9.6.1.4).
   const uint8_t type = host_->seg().qp(static_cast<uint32_t>(slot)).qp_type;
-  const uint8_t want = type == IBV_QPT_RC ? wire::QpTypes::kRc : type == IBV_QPT_UC ? wire::QpTypes::kUc
-                                                                                    : wire::QpTypes::kUd;
-  if ((v.info().qp_types & want) == 0) {
+  if ((v.info().qp_types & transport::wire_transport(type)) == 0) {
     c.dropped_requests.fetch_add(1, std::memory_order_relaxed);
     return;
   }
   if (v.info().any(wire::OpFlag::kRequest))
     on_request(ep, ep.gid, from, static_cast<uint32_t>(slot), v);
-  else if (type == IBV_QPT_RC)
+  else if (transport::reliable_qp(type))
     on_response(from, static_cast<uint32_t>(slot), v);
 }
 

@@ -60,6 +60,29 @@ void UdpFabric::on_request(const Endpoint& ep, const wire::Gid& to, const Peer& 
   to_peer.fabric = this;
   to_peer.ep = &ep;
   to_peer.to = &from.gid;
+  // The responder runs here, in the QP's owner (its one writer, invariant 3).
+  // An XRC request lands in the memory of the SRQ it names, whose owner may
+  // be another process of the domain (shared through a file): reached as
+  // the host link reaches a peer. The responder checks the SRQ itself.
+  if (qp.qp_type == IBV_QPT_XRC_RECV && v.has(wire::Header::kXrceth)) {
+    const shm::SharedSrq& srq = seg.srq(v.xrceth().srqn & (shm::kMaxSrqs - 1));
+    if (srq.slot_state.load(std::memory_order_acquire) == static_cast<uint32_t>(shm::SlotState::kLive) &&
+        srq.srqn == v.xrceth().srqn && !(srq.owner == host_->self())) {
+      struct Serve {
+        shm::Segment* seg;
+        uint32_t slot;
+        const wire::PacketView* v;
+        uint32_t mtu;
+        transport::Notifier* notifier;
+        transport::PacketSink* sink;
+      } serve{&seg, slot, &v, mtu, &host_->notifier(), &to_peer};
+      fabric::with_peer_memory(seg, srq.owner, [](transport::TargetMemory& mem, void* arg) {
+        const auto* s = static_cast<Serve*>(arg);
+        transport::serve_request_packet(*s->seg, s->slot, *s->v, s->mtu, nullptr, mem, *s->notifier, *s->sink);
+      }, &serve);
+      return;
+    }
+  }
   transport::LocalMemory mem;  // the QP is ours
   transport::serve_request_packet(seg, slot, v, mtu, ud ? grh : nullptr, mem, host_->notifier(), to_peer);
 }

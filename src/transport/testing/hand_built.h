@@ -97,6 +97,7 @@ class QuietNotifier final : public Notifier {
  public:
   void cq_event(uint32_t, shm::OwnerId) override {}
   void qp_event(uint32_t, shm::OwnerId, uint64_t) override {}
+  void srq_event(uint32_t, shm::OwnerId) override {}
   shm::PortCounters& port_counters() override { return counters_; }
 
  private:

@@ -16,6 +16,7 @@
 #include "transport/wr_opcode_table.h"
 #include "util/log.h"
 #include "util/time.h"
+#include "util/tsan.h"
 #include "verbs/ah.h"
 #include "verbs/context.h"
 #include "verbs/cq.h"
@@ -467,7 +468,13 @@ Status Qp::query(ibv_qp_attr* attr, int, ibv_qp_init_attr* init) {
   attr->port_num = s.port_num;
   attr->qp_access_flags = s.access_flags.load(std::memory_order_relaxed);
   attr->qkey = s.qkey;
-  attr->rq_psn = s.resp.epsn;
+  {
+    // A snapshot: the responder (this process's UDP receive thread, or a
+    // peer process on the host link) advances it without a lock, and
+    // ibv_query_qp(3) reports a recent value, as a busy HCA would.
+    const UnsyncedAccess responder_owned;
+    attr->rq_psn = s.resp.epsn;
+  }
   attr->max_dest_rd_atomic = s.max_dest_rd_atomic;
   attr->min_rnr_timer = s.min_rnr_timer.load(std::memory_order_relaxed);
   attr->en_sqd_async_notify = en_sqd_async_notify_;

@@ -11,6 +11,7 @@
 
 #include "shm/objects.h"
 #include "shm/segment.h"
+#include "util/time.h"
 
 namespace softverbs::shm {
 
@@ -122,6 +123,15 @@ inline CqeSlot* cq_slot(const Segment& seg, const SharedCq& cq, uint64_t index) 
   return seg.ptr<CqeSlot>(cq.ring) + (index & (cq.capacity - 1));
 }
 
+// The arena bytes of a CQ's ring, with its timestamps if it keeps them.
+inline uint64_t cq_ring_bytes(uint32_t capacity, bool stamped) {
+  return static_cast<uint64_t>(capacity) * (sizeof(CqeSlot) + (stamped ? sizeof(uint64_t) : 0));
+}
+
+inline std::atomic<uint64_t>* cq_stamp(const Segment& seg, const SharedCq& cq, uint64_t index) {
+  return seg.ptr<std::atomic<uint64_t>>(cq.stamps) + (index & (cq.capacity - 1));
+}
+
 enum class CqPush { kOk, kOverrun };
 
 // Any producer. On a full CQ nothing is written and the CQ is marked overrun
@@ -156,6 +166,12 @@ inline CqPush cq_push_from(const Segment& seg, SharedCq& cq, const Cqe& cqe, uin
   }
   CqeSlot* s = cq_slot(seg, cq, tail);
   s->cqe = cqe;
+  // The stamp is taken after the slot is reserved, so producers racing for
+  // neighbouring slots may stamp out of order: the consumer keeps them
+  // monotonic (verbs/cq.cc). A CQ without stamps pays this one test of a
+  // word on the line cq_slot() just read.
+  if (cq.stamps != 0) [[unlikely]]
+    cq_stamp(seg, cq, tail)->store(adapter_clock_ticks(), std::memory_order_relaxed);
   s->seq.store(tail + 1, std::memory_order_release);
   // Own the next slot's line before the next entry: its stores then do not
   // hold up the fence that follows a push (cq_output.cc) with a miss.
@@ -173,6 +189,17 @@ inline bool cq_pop(const Segment& seg, SharedCq& cq, Cqe* out) {
   CqeSlot* s = cq_slot(seg, cq, head);
   if (s->seq.load(std::memory_order_acquire) != head + 1) return false;
   *out = s->cqe;
+  cq.head.store(head + 1, std::memory_order_release);
+  return true;
+}
+
+// cq_pop for a CQ that keeps timestamps: also the entry's stamp.
+inline bool cq_pop_stamped(const Segment& seg, SharedCq& cq, Cqe* out, uint64_t* stamp) {
+  const uint64_t head = cq.head.load(std::memory_order_relaxed);
+  CqeSlot* s = cq_slot(seg, cq, head);
+  if (s->seq.load(std::memory_order_acquire) != head + 1) return false;
+  *out = s->cqe;
+  *stamp = cq_stamp(seg, cq, head)->load(std::memory_order_relaxed);
   cq.head.store(head + 1, std::memory_order_release);
   return true;
 }

@@ -53,6 +53,40 @@ TEST_F(RingsTest, CqOverrunsOnlyWhenFull) {
   EXPECT_EQ(cq.overrun.load(), 1u);
 }
 
+// A stamped CQ: each entry carries the adapter clock of its push, across a
+// wrap of the ring; an unstamped one writes no stamps at all.
+TEST_F(RingsTest, CqStampsEachEntryWhenAsked) {
+  SharedCq& cq = make_cq(16);
+  Result<Offset> stamps = seg_->arena_alloc(16 * sizeof(uint64_t));
+  ASSERT_TRUE(stamps.is_ok());
+  cq.stamps = stamps.value();
+  Cqe e{};
+  uint64_t last = 0;
+  for (int i = 0; i < 40; ++i) {
+    e.wr_id = static_cast<uint64_t>(i);
+    const uint64_t before = adapter_clock_ticks();
+    ASSERT_EQ(cq_push(*seg_, cq, e), CqPush::kOk);
+    const uint64_t after = adapter_clock_ticks();
+    Cqe out;
+    uint64_t stamp = 0;
+    ASSERT_TRUE(cq_pop_stamped(*seg_, cq, &out, &stamp));
+    EXPECT_EQ(out.wr_id, static_cast<uint64_t>(i));
+    EXPECT_GE(stamp, before);
+    EXPECT_LE(stamp, after);
+    EXPECT_GE(stamp, last);
+    last = stamp;
+  }
+  auto* slot0 = seg_->ptr<std::atomic<uint64_t>>(stamps.value());
+  const uint64_t kept = slot0->load();  // entry 40 lands in slot 8, entry 48 in slot 0
+  cq.stamps = 0;
+  for (int i = 0; i < 9; ++i) {
+    ASSERT_EQ(cq_push(*seg_, cq, e), CqPush::kOk);
+    Cqe out;
+    ASSERT_TRUE(cq_pop(*seg_, cq, &out));
+  }
+  EXPECT_EQ(kept, slot0->load());
+}
+
 // Regression: a producer holding a stale tail while the consumer moved head
 // past it computed tail - head as a huge number and flagged a false overrun.
 TEST_F(RingsTest, StaleTailIsNotAnOverrun) {

@@ -2,6 +2,7 @@
 
 #include <cstring>
 
+#include "util/time.h"
 #include "verbs/port_config.h"
 
 namespace softverbs::verbs {
@@ -59,8 +60,9 @@ void fill_device_attr_ex(const shm::Segment& seg, ibv_device_attr_ex* a) {
   a->comp_mask = 0;
   a->max_dm_size = 0;
   a->raw_packet_caps = 0;
-  a->completion_timestamp_mask = 0;
-  a->hca_core_clock = 0;
+  // Completion timestamps: the adapter clock (util/time.h), 64 bits of ns.
+  a->completion_timestamp_mask = ~uint64_t{0};
+  a->hca_core_clock = kAdapterClockKhz;
   a->device_cap_flags_ex = a->orig_attr.device_cap_flags;
   a->phys_port_cnt_ex = 1;
 }

@@ -46,7 +46,6 @@ ibv_rwq_ind_table* u_create_rwq_ind_table(ibv_context*, ibv_rwq_ind_table_init_a
 int u_destroy_wq(ibv_wq*) { return unsupported(__func__); }
 int u_modify_wq(ibv_wq*, ibv_wq_attr*) { return unsupported(__func__); }
 ibv_wq* u_create_wq(ibv_context*, ibv_wq_init_attr*) { return unsupported_ptr<ibv_wq>(__func__); }
-int u_query_rt_values(ibv_context*, ibv_values_ex*) { return unsupported(__func__); }
 int u_destroy_flow(ibv_flow*) { return unsupported(__func__); }
 ibv_flow* u_create_flow(ibv_qp*, ibv_flow_attr*) { return unsupported_ptr<ibv_flow>(__func__); }
 void u_placeholder() {}
@@ -126,7 +125,7 @@ void fill_context_ops(verbs_context* v) {
   v->destroy_wq = u_destroy_wq;
   v->modify_wq = u_modify_wq;
   v->create_wq = u_create_wq;
-  v->query_rt_values = u_query_rt_values;
+  v->query_rt_values = op_query_rt_values;
   v->create_cq_ex = op_create_cq_ex;
   v->priv = nullptr;
   v->query_device_ex = op_query_device_ex;

@@ -3,6 +3,7 @@
 #include <cstring>
 
 #include "util/time.h"
+#include "verbs/dm.h"
 #include "verbs/port_config.h"
 
 namespace softverbs::verbs {
@@ -58,7 +59,7 @@ void fill_device_attr_ex(const shm::Segment& seg, ibv_device_attr_ex* a) {
   std::memset(a, 0, sizeof *a);
   fill_device_attr(seg, &a->orig_attr);
   a->comp_mask = 0;
-  a->max_dm_size = 0;
+  a->max_dm_size = kMaxDmSize;
   a->raw_packet_caps = 0;
   // Completion timestamps: the adapter clock (util/time.h), 64 bits of ns.
   a->completion_timestamp_mask = ~uint64_t{0};

@@ -11,6 +11,7 @@
 #include "util/proc_maps.h"
 #include "verbs/context.h"
 #include "verbs/device.h"
+#include "verbs/dm.h"
 
 namespace softverbs::verbs {
 namespace {
@@ -77,7 +78,10 @@ Status check_access_flags(unsigned access) {
   return Status::ok();
 }
 
-Result<Mr*> register_mr(Pd* pd, void* addr, size_t length, uint64_t iova, unsigned access) {
+namespace {
+
+// `dm`: the region lies in that device memory, whose own export peers use.
+Result<Mr*> register_region(Pd* pd, void* addr, size_t length, uint64_t iova, unsigned access, Dm* dm) {
   SV_RETURN_IF_ERROR(check_access_flags(access));
   const uint64_t a = reinterpret_cast<uint64_t>(addr);
   if (length == 0 || length > shm::kMaxMrSize || a + length < a) return Status::error(EINVAL);
@@ -96,7 +100,9 @@ Result<Mr*> register_mr(Pd* pd, void* addr, size_t length, uint64_t iova, unsign
   }
   mr->slot = slot.value();
   mr->pd = pd;
-  mr->backing = fabric::export_region(a, length);
+  mr->dm = dm;
+  mr->backing = dm != nullptr ? dm->backing : fabric::export_region(a, length);
+  if (dm != nullptr) dm->mrs.fetch_add(1, std::memory_order_relaxed);
   mr->ibv.context = pd->ctx->ibv();
   mr->ibv.pd = &pd->ibv;
   mr->ibv.addr = addr;
@@ -104,6 +110,22 @@ Result<Mr*> register_mr(Pd* pd, void* addr, size_t length, uint64_t iova, unsign
   mr->ibv.handle = mr->slot;
   publish(seg, mr, pd, a, length, iova, access & ~static_cast<unsigned>(IBV_ACCESS_OPTIONAL_RANGE), dev);
   pd->users.fetch_add(1, std::memory_order_relaxed);
+  return mr;
+}
+
+}  // namespace
+
+Result<Mr*> register_mr(Pd* pd, void* addr, size_t length, uint64_t iova, unsigned access) {
+  return register_region(pd, addr, length, iova, access, nullptr);
+}
+
+Result<Mr*> register_dm_mr(Pd* pd, Dm* dm, uint64_t offset, size_t length, unsigned access) {
+  // ibv_reg_dm_mr(3): a DM MR is zero-based; the application never learns
+  // where the DM is mapped.
+  if ((access & IBV_ACCESS_ZERO_BASED) == 0) return Status::error(EINVAL);
+  if (length == 0 || !dm->contains(offset, length)) return Status::error(EINVAL);
+  Result<Mr*> mr = register_region(pd, dm->base + offset, length, 0, access, dm);
+  if (mr.is_ok()) mr.value()->ibv.addr = nullptr;
   return mr;
 }
 
@@ -116,7 +138,10 @@ Status deregister_mr(Mr* mr) {
     m.lkey = 0;
   }
   fabric::quiesce_local_access();  // no responder still copies from or into it
-  fabric::unexport_region(mr->backing);
+  if (mr->dm != nullptr)
+    mr->dm->mrs.fetch_sub(1, std::memory_order_release);
+  else
+    fabric::unexport_region(mr->backing);
   mr->pd->users.fetch_sub(1, std::memory_order_relaxed);
   delete mr;
   return Status::ok();
@@ -126,6 +151,8 @@ Status reregister_mr(Mr* mr, int flags, Pd* pd, void* addr, size_t length, unsig
   if (flags == 0 || (flags & ~(IBV_REREG_MR_CHANGE_TRANSLATION | IBV_REREG_MR_CHANGE_PD |
                                IBV_REREG_MR_CHANGE_ACCESS)) != 0)
     return Status::error(EINVAL);
+  // A DM MR's translation is the DM's; rdma-core offers no rereg for it.
+  if (mr->dm != nullptr) return Status::error(EINVAL);
   shm::SharedMr& m = mr->pd->ctx->device().seg().mr(mr->slot);
   Pd* new_pd = (flags & IBV_REREG_MR_CHANGE_PD) ? pd : mr->pd;
   void* new_addr = (flags & IBV_REREG_MR_CHANGE_TRANSLATION) ? addr : mr->ibv.addr;

@@ -12,11 +12,14 @@
 
 namespace softverbs::verbs {
 
+struct Dm;
+
 struct Mr {
   ibv_mr ibv{};
   Pd* pd = nullptr;
   uint32_t slot = 0;
-  fabric::RegionExport backing;
+  fabric::RegionExport backing;  // the DM's own when dm != nullptr
+  Dm* dm = nullptr;              // ibv_reg_dm_mr: the device memory it covers
 
   static Mr* from(ibv_mr* m) { return reinterpret_cast<Mr*>(m); }
 };
@@ -25,6 +28,9 @@ struct Mr {
 Status check_access_flags(unsigned access);
 
 Result<Mr*> register_mr(Pd* pd, void* addr, size_t length, uint64_t iova, unsigned access);
+// ibv_reg_dm_mr: [offset, offset + length) of `dm`, zero-based (remote and
+// local addresses are offsets from `offset`).
+Result<Mr*> register_dm_mr(Pd* pd, Dm* dm, uint64_t offset, size_t length, unsigned access);
 Status deregister_mr(Mr* mr);
 // ibv_rereg_mr: new translation, PD or access for an existing region.
 Status reregister_mr(Mr* mr, int flags, Pd* pd, void* addr, size_t length, unsigned access);

@@ -52,6 +52,9 @@ int op_post_srq_recv(ibv_srq* srq, ibv_recv_wr* wr, ibv_recv_wr** bad);
 int op_query_port(ibv_context* ctx, uint8_t port, ibv_port_attr* attr, size_t attr_len);
 int op_query_device_ex(ibv_context* ctx, const ibv_query_device_ex_input* input, ibv_device_attr_ex* attr,
                        size_t attr_size);
+ibv_dm* op_alloc_dm(ibv_context* ctx, ibv_alloc_dm_attr* attr);
+int op_free_dm(ibv_dm* dm);
+ibv_mr* op_reg_dm_mr(ibv_pd* pd, ibv_dm* dm, uint64_t offset, size_t length, unsigned int access);
 int op_query_rt_values(ibv_context* ctx, ibv_values_ex* values);
 ibv_cq_ex* op_create_cq_ex(ibv_context* ctx, ibv_cq_init_attr_ex* attr);
 ibv_qp* op_create_qp_ex(ibv_context* ctx, ibv_qp_init_attr_ex* attr);

@@ -23,9 +23,6 @@ int u_read_counters(ibv_counters*, uint64_t*, uint32_t, uint32_t) { return unsup
 int u_attach_counters_point_flow(ibv_counters*, ibv_counter_attach_attr*, ibv_flow*) { return unsupported(__func__); }
 ibv_counters* u_create_counters(ibv_context*, ibv_counters_init_attr*) { return unsupported_ptr<ibv_counters>(__func__); }
 int u_destroy_counters(ibv_counters*) { return unsupported(__func__); }
-ibv_mr* u_reg_dm_mr(ibv_pd*, ibv_dm*, uint64_t, size_t, unsigned int) { return unsupported_ptr<ibv_mr>(__func__); }
-ibv_dm* u_alloc_dm(ibv_context*, ibv_alloc_dm_attr*) { return unsupported_ptr<ibv_dm>(__func__); }
-int u_free_dm(ibv_dm*) { return unsupported(__func__); }
 int u_modify_flow_action_esp(ibv_flow_action*, ibv_flow_action_esp_attr*) { return unsupported(__func__); }
 int u_destroy_flow_action(ibv_flow_action*) { return unsupported(__func__); }
 ibv_flow_action* u_create_flow_action_esp(ibv_context*, ibv_flow_action_esp_attr*) {
@@ -108,9 +105,9 @@ void fill_context_ops(verbs_context* v) {
   v->attach_counters_point_flow = u_attach_counters_point_flow;
   v->create_counters = u_create_counters;
   v->destroy_counters = u_destroy_counters;
-  v->reg_dm_mr = u_reg_dm_mr;
-  v->alloc_dm = u_alloc_dm;
-  v->free_dm = u_free_dm;
+  v->reg_dm_mr = op_reg_dm_mr;
+  v->alloc_dm = op_alloc_dm;
+  v->free_dm = op_free_dm;
   v->modify_flow_action_esp = u_modify_flow_action_esp;
   v->destroy_flow_action = u_destroy_flow_action;
   v->create_flow_action_esp = u_create_flow_action_esp;

@@ -65,6 +65,15 @@ void fill_device_attr_ex(const shm::Segment& seg, ibv_device_attr_ex* a) {
   a->completion_timestamp_mask = ~uint64_t{0};
   a->hca_core_clock = kAdapterClockKhz;
   a->device_cap_flags_ex = a->orig_attr.device_cap_flags;
+  // On-demand paging, explicit and implicit, for every operation of every
+  // transport the device offers (util/fault_in.h: the page fault).
+  a->odp_caps.general_caps = IBV_ODP_SUPPORT | IBV_ODP_SUPPORT_IMPLICIT;
+  a->odp_caps.per_transport_caps.rc_odp_caps = IBV_ODP_SUPPORT_SEND | IBV_ODP_SUPPORT_RECV | IBV_ODP_SUPPORT_WRITE |
+                                               IBV_ODP_SUPPORT_READ | IBV_ODP_SUPPORT_ATOMIC |
+                                               IBV_ODP_SUPPORT_SRQ_RECV;
+  a->odp_caps.per_transport_caps.uc_odp_caps =
+      IBV_ODP_SUPPORT_SEND | IBV_ODP_SUPPORT_RECV | IBV_ODP_SUPPORT_WRITE | IBV_ODP_SUPPORT_SRQ_RECV;
+  a->odp_caps.per_transport_caps.ud_odp_caps = IBV_ODP_SUPPORT_SEND | IBV_ODP_SUPPORT_RECV | IBV_ODP_SUPPORT_SRQ_RECV;
   a->phys_port_cnt_ex = 1;
 }
 

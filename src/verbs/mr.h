@@ -32,6 +32,12 @@ Result<Mr*> register_mr(Pd* pd, void* addr, size_t length, uint64_t iova, unsign
 // local addresses are offsets from `offset`).
 Result<Mr*> register_dm_mr(Pd* pd, Dm* dm, uint64_t offset, size_t length, unsigned access);
 Status deregister_mr(Mr* mr);
+// ibv_advise_mr(3): every SGE must lie in an ODP MR of `pd` (EINVAL if not
+// ODP; EFAULT for a bad L_Key, a range outside its MR, a PREFETCH_WRITE
+// without LOCAL_WRITE, or memory that is not mapped for the access).
+// PREFETCH and PREFETCH_WRITE fault the pages in, synchronously; NO_FAULT
+// only checks.
+Status advise_mr(Pd* pd, uint32_t advice, uint32_t flags, const ibv_sge* sg_list, uint32_t num_sge);
 // ibv_rereg_mr: new translation, PD or access for an existing region.
 Status reregister_mr(Mr* mr, int flags, Pd* pd, void* addr, size_t length, unsigned access);
 

@@ -17,7 +17,6 @@ void* u_compat() {
   errno = ENOSYS;
   return nullptr;
 }
-int u_advise_mr(ibv_pd*, ibv_advise_mr_advice, uint32_t, ibv_sge*, uint32_t) { return unsupported(__func__); }
 ibv_mr* u_alloc_null_mr(ibv_pd*) { return unsupported_ptr<ibv_mr>(__func__); }
 int u_read_counters(ibv_counters*, uint64_t*, uint32_t, uint32_t) { return unsupported(__func__); }
 int u_attach_counters_point_flow(ibv_counters*, ibv_counter_attach_attr*, ibv_flow*) { return unsupported(__func__); }
@@ -99,7 +98,7 @@ void fill_context_ops(verbs_context* v) {
   set_compat(o._compat_async_event);
 
   v->query_port = op_query_port;
-  v->advise_mr = u_advise_mr;
+  v->advise_mr = op_advise_mr;
   v->alloc_null_mr = u_alloc_null_mr;
   v->read_counters = u_read_counters;
   v->attach_counters_point_flow = u_attach_counters_point_flow;

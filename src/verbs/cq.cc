@@ -206,9 +206,34 @@ int Cq::arm(bool solicited_only) {
 
 Status Cq::resize(int cqe) {
   if (cqe < 1 || static_cast<uint32_t>(cqe) > shm::kMaxCqe) return Status::error(EINVAL);
-  // Producers in other processes write into the ring without a lock, so the
-  // ring cannot move; a resize that fits is honoured, a larger one is not.
-  if (static_cast<uint32_t>(cqe) > shared_->cqe) return Status::error(EOPNOTSUPP);
+  // A size the CQ already has is honoured as it is: the ring never shrinks.
+  if (static_cast<uint32_t>(cqe) <= shared_->cqe) return Status::ok();
+  uint32_t capacity = shared_->capacity;
+  while (capacity < static_cast<uint32_t>(cqe) + 1u) capacity <<= 1;
+  shm::Segment& seg = ctx_->device().seg();
+  const uint64_t bytes = shm::cq_ring_bytes(capacity, stamped_);
+  Result<shm::Offset> ring = seg.arena_alloc(bytes);
+  if (!ring.is_ok()) return ring.status();
+  const shm::Offset old_ring = shared_->ring;
+  const uint64_t old_bytes = shm::cq_ring_bytes(shared_->capacity, stamped_);
+  const shm::Offset stamps = stamped_ ? ring.value() + static_cast<uint64_t>(capacity) * sizeof(shm::CqeSlot) : 0;
+  // Producers (peers' responders, receive threads) write the ring lock-free:
+  // shm::cq_move closes its tail, lets reserved entries land, copies them
+  // to the same indices of the new ring and reopens the tail there.
+  if (!single_threaded_) poll_mu_.lock();
+  const bool moved = shm::cq_move(seg, *shared_, ring.value(), capacity, stamps, kMovePatienceSpins);
+  if (moved) {
+    shared_->cqe = capacity - 1;
+    ex_.cqe = static_cast<int>(capacity - 1);
+  }
+  if (!single_threaded_) poll_mu_.unlock();
+  if (!moved) {
+    seg.arena_free(ring.value(), bytes);
+    return Status::error(EAGAIN);
+  }
+  // No producer touches the old ring once the move returned: those that
+  // reserved in it have published, later ones reserve in the new ring.
+  seg.arena_free(old_ring, old_bytes);
   return Status::ok();
 }
 

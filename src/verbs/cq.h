@@ -51,7 +51,12 @@ class Cq {
 
   int poll(int n, ibv_wc* wc);
   int arm(bool solicited_only);
+  // ibv_resize_cq: grows the ring (shm::cq_move), keeping the entries it
+  // holds in order; a smaller size keeps the ring. EAGAIN when a producer
+  // that reserved an entry does not write it within the patience below
+  // (it died: the CQ is stalled anyway).
   Status resize(int cqe);
+  static constexpr uint64_t kMovePatienceSpins = 100'000;
   // The CQ's armed condition was met (or it overran): signal the channel.
   void deliver_event();
   // What deliver_event writes: the slot in the low bits, a serial above.

@@ -177,9 +177,7 @@ bool Cq::received_now() {
   if (!single_threaded_) poll_mu_.lock();
   int got = 0;
   shm::Cqe cqe;
-  // ibv_poll_cq has no timestamp field: a stamped CQ's stamps are left
-  // unread, and its later extended polls still see at least the stamps
-  // that follow.
+  // ibv_wc has no timestamp: a stamped CQ's stamps are not read here.
   while (got < n && pop<false>(&cqe)) to_wc(cqe, &wc[got++]);
   if (!single_threaded_) poll_mu_.unlock();
   return got;

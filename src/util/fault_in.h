@@ -19,7 +19,9 @@
 
 namespace softverbs::util {
 
-inline bool fault_in(uint64_t addr, uint64_t length, bool write) {
+// Out of line: a syscall anyway, and the hot paths that test for ODP keep
+// only the test.
+[[gnu::noinline, gnu::cold]] inline bool fault_in(uint64_t addr, uint64_t length, bool write) {
   if (length == 0) return true;
   constexpr uint64_t kPage = 4096;  // the smallest page: any mapping is aligned to it
   const uint64_t lo = addr & ~(kPage - 1);

@@ -292,6 +292,10 @@ struct alignas(64) SharedCq {
   uint32_t capacity;  // power of two
   uint32_t cqe;       // what ibv_cq.cqe reports
   Offset ring;        // capacity CqeSlots
+  // Completion timestamps (ibv_create_cq_ex IBV_WC_EX_WITH_COMPLETION_TIMESTAMP*):
+  // capacity uint64_t adapter-clock ticks right after the ring, one per slot,
+  // written by the producer before it publishes the slot; 0 = none kept.
+  Offset stamps;
   std::atomic<uint32_t> armed;    // CqArm
   std::atomic<uint32_t> overrun;  // set once; the CQ is in error
   alignas(64) std::atomic<uint64_t> tail;  // producers reserve by CAS

@@ -8,6 +8,7 @@
 #include <cstdio>
 #include <cstring>
 
+#include "shm/rings.h"
 #include "util/log.h"
 #include "util/time.h"
 
@@ -258,7 +259,7 @@ void sweep(Segment& seg) {
   }
   for (uint32_t i = 0; i < kMaxCqs; ++i) {
     SharedCq& c = seg.cq(i);
-    if (past_grace(c, now)) release_slot(seg, c, c.ring, static_cast<uint64_t>(c.capacity) * sizeof(CqeSlot));
+    if (past_grace(c, now)) release_slot(seg, c, c.ring, cq_ring_bytes(c.capacity, c.stamps != 0));
   }
   reclaim_processes(seg, now);
 }

@@ -4,6 +4,8 @@
 // 4 and 5 for who produces and who consumes.
 #pragma once
 
+#include <sched.h>
+
 #include <algorithm>
 #include <atomic>
 #include <cstdint>
@@ -11,6 +13,7 @@
 
 #include "shm/objects.h"
 #include "shm/segment.h"
+#include "util/time.h"
 
 namespace softverbs::shm {
 
@@ -118,8 +121,51 @@ inline bool rq_take(const Segment& seg, RecvQueue& rq, uint64_t* wr_id, Sge* sge
 
 // ---- Completion queues ----------------------------------------------------
 
+// A CQ's ring, capacity and stamps change only while its tail is closed
+// (cq_move); producers read them with relaxed atomic loads (plain loads on
+// x86), the acquire of an open tail ordering them after the move.
+inline uint32_t cq_capacity(const SharedCq& cq) { return __atomic_load_n(&cq.capacity, __ATOMIC_RELAXED); }
+
+// While set in a CQ's tail, producers reserve nothing: the owner is moving
+// the ring (cq_move). Indices never reach this bit, so a closed tail always
+// looks like a full ring to a producer, whose slow path then waits.
+inline constexpr uint64_t kCqTailClosed = 1ull << 63;
+
 inline CqeSlot* cq_slot(const Segment& seg, const SharedCq& cq, uint64_t index) {
+  return seg.ptr<CqeSlot>(__atomic_load_n(&cq.ring, __ATOMIC_RELAXED)) + (index & (cq_capacity(cq) - 1));
+}
+
+// The owner's view: only the owner moves the ring, so it reads it plainly.
+inline CqeSlot* cq_owned_slot(const Segment& seg, const SharedCq& cq, uint64_t index) {
   return seg.ptr<CqeSlot>(cq.ring) + (index & (cq.capacity - 1));
+}
+
+// The arena bytes of a CQ's ring, with its timestamps if it keeps them.
+inline uint64_t cq_ring_bytes(uint32_t capacity, bool stamped) {
+  return static_cast<uint64_t>(capacity) * (sizeof(CqeSlot) + (stamped ? sizeof(uint64_t) : 0));
+}
+
+inline std::atomic<uint64_t>* cq_stamp(const Segment& seg, const SharedCq& cq, uint64_t index) {
+  return seg.ptr<std::atomic<uint64_t>>(__atomic_load_n(&cq.stamps, __ATOMIC_RELAXED)) +
+         (index & (cq_capacity(cq) - 1));
+}
+
+// Out of line: CQs without stamps keep only the test of `stamps`.
+[[gnu::noinline]] inline void cq_stamp_now(const Segment& seg, const SharedCq& cq, uint64_t index) {
+  cq_stamp(seg, cq, index)->store(adapter_clock_ticks(), std::memory_order_relaxed);
+}
+
+// A producer found the tail closed: the move takes a few copies; returns the
+// reopened tail.
+[[gnu::noinline]] inline uint64_t cq_wait_open(SharedCq& cq) {
+  for (unsigned spins = 0;; ++spins) {
+    const uint64_t tail = cq.tail.load(std::memory_order_acquire);
+    if ((tail & kCqTailClosed) == 0) return tail;
+    if (spins < 64)
+      __builtin_ia32_pause();
+    else
+      sched_yield();
+  }
 }
 
 enum class CqPush { kOk, kOverrun };
@@ -128,25 +174,34 @@ enum class CqPush { kOk, kOverrun };
 // (IBA 11.4.2.1: a CQ overrun is an error of the CQ).
 // `tail` is the producer's first look at cq.tail, possibly stale by the time
 // it reads head (a parameter so tests can replay that interleaving).
-inline CqPush cq_push_from(const Segment& seg, SharedCq& cq, const Cqe& cqe, uint64_t tail) {
+[[gnu::always_inline]] inline CqPush cq_push_from(const Segment& seg, SharedCq& cq, const Cqe& cqe, uint64_t tail) {
   for (;;) {
+    // A closed tail (cq_move) fails the fullness test below: no test of its
+    // own on the way to the CAS.
+    const uint32_t capacity = cq_capacity(cq);
     // head_seen never runs ahead of head, so it can only make the ring look
     // fuller than it is; head itself (the consumer's line) is read only then.
     // Release/acquire on head_seen carries the consumer's release of head to
     // producers that did not read head themselves.
     uint64_t head = cq.head_seen.load(std::memory_order_acquire);
-    if (tail < head || tail - head >= cq.capacity) {
+    if (tail < head || tail - head >= capacity) {
+      if (tail & kCqTailClosed) [[unlikely]] {
+        tail = cq_wait_open(cq);
+        continue;
+      }
       head = cq.head.load(std::memory_order_acquire);
       cq.head_seen.store(head, std::memory_order_release);
     }
     // A stale `tail` can be behind a head the consumer has since advanced:
     // only a fresh tail that is a full ring ahead means overrun.
-    if (tail < head || tail - head >= cq.capacity) {
+    if (tail < head || tail - head >= capacity) {
       const uint64_t fresh = cq.tail.load(std::memory_order_acquire);
       if (fresh != tail) {
         tail = fresh;
         continue;
       }
+      // The ring grew while we looked (closed and reopened at this tail).
+      if (cq_capacity(cq) != capacity) continue;
       if (tail >= head) {
         cq.overrun.store(1, std::memory_order_release);
         return CqPush::kOverrun;
@@ -154,32 +209,94 @@ inline CqPush cq_push_from(const Segment& seg, SharedCq& cq, const Cqe& cqe, uin
     }
     if (cq.tail.compare_exchange_weak(tail, tail + 1, std::memory_order_acq_rel)) break;
   }
-  CqeSlot* s = cq_slot(seg, cq, tail);
+  // Ring and capacity as they are at our reservation (read after the CAS: a
+  // move may have happened since the loop's look), once for both slots.
+  CqeSlot* const ring = seg.ptr<CqeSlot>(__atomic_load_n(&cq.ring, __ATOMIC_RELAXED));
+  const uint64_t mask = cq_capacity(cq) - 1;
+  CqeSlot* s = ring + (tail & mask);
   s->cqe = cqe;
+  // The stamp is taken after the slot is reserved, so producers racing for
+  // neighbouring slots may stamp out of order: the consumer keeps them
+  // monotonic (verbs/cq.cc). A CQ without stamps pays this one test of a
+  // word on the line cq_slot() just read.
+  if (__atomic_load_n(&cq.stamps, __ATOMIC_RELAXED) != 0) [[unlikely]]
+    cq_stamp_now(seg, cq, tail);
   s->seq.store(tail + 1, std::memory_order_release);
   // Own the next slot's line before the next entry: its stores then do not
   // hold up the fence that follows a push (cq_output.cc) with a miss.
-  prefetch_for_write(cq_slot(seg, cq, tail + 1));
+  prefetch_for_write(ring + ((tail + 1) & mask));
   return CqPush::kOk;
 }
 
-inline CqPush cq_push(const Segment& seg, SharedCq& cq, const Cqe& cqe) {
+[[gnu::always_inline]] inline CqPush cq_push(const Segment& seg, SharedCq& cq, const Cqe& cqe) {
   return cq_push_from(seg, cq, cqe, cq.tail.load(std::memory_order_acquire));
 }
 
 // Owner only. Returns false when the next entry is not yet published.
 inline bool cq_pop(const Segment& seg, SharedCq& cq, Cqe* out) {
   const uint64_t head = cq.head.load(std::memory_order_relaxed);
-  CqeSlot* s = cq_slot(seg, cq, head);
+  CqeSlot* s = cq_owned_slot(seg, cq, head);
   if (s->seq.load(std::memory_order_acquire) != head + 1) return false;
   *out = s->cqe;
   cq.head.store(head + 1, std::memory_order_release);
   return true;
 }
 
+// cq_pop for a CQ that keeps timestamps: also the entry's stamp.
+inline bool cq_pop_stamped(const Segment& seg, SharedCq& cq, Cqe* out, uint64_t* stamp) {
+  const uint64_t head = cq.head.load(std::memory_order_relaxed);
+  CqeSlot* s = cq_owned_slot(seg, cq, head);
+  if (s->seq.load(std::memory_order_acquire) != head + 1) return false;
+  *out = s->cqe;
+  *stamp = cq_stamp(seg, cq, head)->load(std::memory_order_relaxed);
+  cq.head.store(head + 1, std::memory_order_release);
+  return true;
+}
+
+// Owner only, with no poll of this CQ running: moves its entries onto `ring`
+// (`capacity` slots, larger than the current ring; `stamps` after it or 0),
+// at the same indices, and makes producers use it. Producers that reserved a
+// slot before the tail was closed publish it into the old ring first; the
+// wait for them is bounded by `patience_spins` (a producer that died
+// mid-push stalls the CQ anyway): false then, and nothing changed.
+// The old ring is unused once this returns true.
+inline bool cq_move(const Segment& seg, SharedCq& cq, Offset ring, uint32_t capacity, Offset stamps,
+                    uint64_t patience_spins) {
+  uint64_t tail = cq.tail.load(std::memory_order_acquire);
+  while (!cq.tail.compare_exchange_weak(tail, tail | kCqTailClosed, std::memory_order_acq_rel)) {
+  }
+  const uint64_t head = cq.head.load(std::memory_order_relaxed);
+  for (uint64_t i = head; i < tail; ++i) {
+    for (uint64_t spins = 0; cq_slot(seg, cq, i)->seq.load(std::memory_order_acquire) != i + 1; ++spins) {
+      if (spins == patience_spins) {
+        cq.tail.store(tail, std::memory_order_release);
+        return false;
+      }
+      if (spins > 64) sched_yield();
+    }
+  }
+  // Arena memory comes zeroed: no slot of the new ring looks published.
+  CqeSlot* fresh = seg.ptr<CqeSlot>(ring);
+  for (uint64_t i = head; i < tail; ++i) {
+    CqeSlot* from = cq_slot(seg, cq, i);
+    CqeSlot* to = fresh + (i & (capacity - 1));
+    to->cqe = from->cqe;
+    if (stamps != 0)
+      seg.ptr<std::atomic<uint64_t>>(stamps)[i & (capacity - 1)].store(cq_stamp(seg, cq, i)->load(std::memory_order_relaxed),
+                                                                       std::memory_order_relaxed);
+    to->seq.store(i + 1, std::memory_order_relaxed);
+  }
+  __atomic_store_n(&cq.ring, ring, __ATOMIC_RELAXED);
+  __atomic_store_n(&cq.stamps, stamps, __ATOMIC_RELAXED);
+  __atomic_store_n(&cq.capacity, capacity, __ATOMIC_RELAXED);
+  cq.head_seen.store(head, std::memory_order_relaxed);
+  cq.tail.store(tail, std::memory_order_release);  // reopen: everything above is seen before it
+  return true;
+}
+
 inline bool cq_empty(const Segment& seg, const SharedCq& cq) {
   const uint64_t head = cq.head.load(std::memory_order_relaxed);
-  return cq_slot(seg, cq, head)->seq.load(std::memory_order_acquire) != head + 1;
+  return cq_owned_slot(seg, cq, head)->seq.load(std::memory_order_acquire) != head + 1;
 }
 
 }  // namespace softverbs::shm

@@ -8,6 +8,7 @@
 #include "transport/iov.h"
 #include "transport/mem_ops.h"
 #include "transport/send_side.h"
+#include "util/fault_in.h"
 
 namespace softverbs::transport {
 
@@ -27,6 +28,11 @@ namespace softverbs::transport {
     MrRef ref;
     if (check_key(*s.qp.seg, sge.lkey, false, s.qp.self, s.qp.pd_id, 0, sge.addr, sge.length,
                   writes_local ? IBV_ACCESS_LOCAL_WRITE : 0, &ref) != KeyCheck::kOk) {
+      s.qp.notifier->port_counters().local_access_errors.fetch_add(1, std::memory_order_relaxed);
+      return IBV_WC_LOC_PROT_ERR;
+    }
+    // ODP: the page fault happens here, before anything is sent or placed.
+    if (on_demand(*ref.mr) && !util::fault_in(ref.va, sge.length, writes_local)) [[unlikely]] {
       s.qp.notifier->port_counters().local_access_errors.fetch_add(1, std::memory_order_relaxed);
       return IBV_WC_LOC_PROT_ERR;
     }

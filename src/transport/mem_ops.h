@@ -13,6 +13,8 @@
 
 namespace softverbs::transport {
 
+inline constexpr uint32_t kAccessOnDemand = 1u << 6;  // IBV_ACCESS_ON_DEMAND (verbs.h)
+
 enum class KeyCheck : uint8_t {
   kOk,
   kBadKey,     // no live MR has this key, or it belongs to another process/PD
@@ -25,6 +27,10 @@ struct MrRef {
   const shm::SharedMr* mr = nullptr;
   uint64_t va = 0;  // owner virtual address of the first byte
 };
+
+// An on-demand paging region (IBV_ACCESS_ON_DEMAND): its pages are faulted
+// in at each access (util/fault_in.h), never touched blindly.
+inline bool on_demand(const shm::SharedMr& mr) { return (mr.access & kAccessOnDemand) != 0; }
 
 // Keys of the two kinds never collide, and each names its slot:
 //   an MR's:     random(16)            | 0 | slot(15)

@@ -24,6 +24,7 @@ enum class RespError : uint8_t {
   kTargetMemory,    // the owner's memory could not be reached
   kInvalidate,      // SEND WITH INVALIDATE names no valid type 2 window of the QP's (IBA 10.6.7.2.3)
   kXrcSrq,          // XRC: the XRCETH names no XRC SRQ of the QP's domain (IBA A14)
+  kPageFault,       // an ODP region's pages are not mapped (for the access)
 };
 
 struct NakEffect {
@@ -54,7 +55,9 @@ constexpr NakEffect nak_effect(RespError e, uint8_t qp_type) {
     case RespError::kXrcSrq:
       return {K::kNak, NakCode::kInvalidRequest, IBV_WC_REM_INV_REQ_ERR, IBV_EVENT_QP_REQ_ERR, true};
     case RespError::kRecvTooSmall: return {K::kNak, NakCode::kInvalidRequest, IBV_WC_LOC_LEN_ERR, -1, true};
+    // An ODP page fault that fails is an access the region cannot grant.
     case RespError::kRkey:
+    case RespError::kPageFault:
       return {K::kNak, NakCode::kRemoteAccessError, IBV_WC_REM_ACCESS_ERR, IBV_EVENT_QP_ACCESS_ERR, true};
     case RespError::kRecvLkey: return {K::kNak, NakCode::kRemoteOperationalError, IBV_WC_LOC_PROT_ERR, -1, true};
     case RespError::kTargetMemory:

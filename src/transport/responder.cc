@@ -166,7 +166,8 @@ std::optional<RespError> Responder::place_send_payload(const IoList& data) {
     if (check_key(seg_, sge.lkey, false, mem_owner_, mem_pd_, 0, sge.addr + skip, n, IBV_ACCESS_LOCAL_WRITE, &ref) !=
         KeyCheck::kOk)
       return RespError::kRecvLkey;
-    if (!mem_.write(*ref.mr, ref.va, data, src_off, n).is_ok()) return RespError::kTargetMemory;
+    if (!mem_.write(*ref.mr, ref.va, data, src_off, n).is_ok())
+      return on_demand(*ref.mr) ? RespError::kRecvLkey : RespError::kTargetMemory;
     src_off += n;
     len -= n;
     skip = 0;
@@ -318,7 +319,8 @@ Response Responder::on_write() {
     if (!req_.first &&
         check_key(seg_, rkey, true, mem_owner_, mem_pd_, qp_.qpn, va, n, IBV_ACCESS_REMOTE_WRITE, &ref) != KeyCheck::kOk)
       return fail(RespError::kRkey);
-    if (!mem_.write(*ref.mr, ref.va, req_.payload, 0, n).is_ok()) return fail(RespError::kTargetMemory);
+    if (!mem_.write(*ref.mr, ref.va, req_.payload, 0, n).is_ok())
+      return fail(on_demand(*ref.mr) ? RespError::kPageFault : RespError::kTargetMemory);
     r.data_mr = ref.mr;
     r.data_va = ref.va;
   }
@@ -345,6 +347,8 @@ Response Responder::on_read() {
   if (req_.dma_length != 0) {
     MrRef ref;
     if (check_rkey(req_.dma_length, IBV_ACCESS_REMOTE_READ, &ref) != KeyCheck::kOk) return fail(RespError::kRkey);
+    if (on_demand(*ref.mr) && !mem_.fault_in(*ref.mr, ref.va, req_.dma_length, false).is_ok()) [[unlikely]]
+      return fail(RespError::kPageFault);
     r.data_mr = ref.mr;
     r.data_va = ref.va;
   }
@@ -363,7 +367,7 @@ Response Responder::on_atomic() {
   uint64_t original = 0;
   const AtomicOp op = req_.kind == ReqKind::kCmpSwap ? AtomicOp::kCmpSwap : AtomicOp::kFetchAdd;
   if (!mem_.atomic(*ref.mr, ref.va, op, req_.compare_add, req_.swap, &original).is_ok())
-    return fail(RespError::kTargetMemory);
+    return fail(on_demand(*ref.mr) ? RespError::kPageFault : RespError::kTargetMemory);
   shm::AtomicReplay& slot = st_.atomics[st_.atomic_next++ % shm::kMaxRdAtomic];
   slot.psn = req_.psn;
   slot.original = original;
@@ -385,7 +389,8 @@ Response Responder::on_duplicate() {
   r.msn = st_.msn;
   if (req_.kind == ReqKind::kRead && req_.dma_length != 0) {
     MrRef ref;
-    if (check_rkey(req_.dma_length, IBV_ACCESS_REMOTE_READ, &ref) != KeyCheck::kOk) {
+    if (check_rkey(req_.dma_length, IBV_ACCESS_REMOTE_READ, &ref) != KeyCheck::kOk ||
+        (on_demand(*ref.mr) && !mem_.fault_in(*ref.mr, ref.va, req_.dma_length, false).is_ok())) {
       r.kind = Response::Kind::kDrop;
       return r;
     }

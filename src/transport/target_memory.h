@@ -10,8 +10,12 @@
 
 #include <cstdint>
 
+#include <cerrno>
+
 #include "shm/objects.h"
 #include "transport/iov.h"
+#include "transport/mem_ops.h"
+#include "util/fault_in.h"
 #include "util/status.h"
 #include "util/tsan.h"
 
@@ -31,27 +35,42 @@ class TargetMemory {
   // 64-bit atomic at an 8-byte aligned owner address; returns the original value.
   virtual Status atomic(const shm::SharedMr& mr, uint64_t va, AtomicOp op, uint64_t compare_add, uint64_t swap,
                         uint64_t* original) = 0;
+  // An ODP region (mem_ops.h on_demand): whether [va, va + length) can be
+  // read (or written) now. The accesses above check for themselves; this is
+  // for a READ, whose data is copied after the responder answered. EFAULT
+  // when not; a memory that cannot tell says yes and fails the access later.
+  virtual Status fault_in(const shm::SharedMr&, uint64_t, uint64_t, bool) { return Status::ok(); }
 };
 
 class LocalMemory final : public TargetMemory {
  public:
-  Status write(const shm::SharedMr&, uint64_t va, const IoList& src, uint64_t src_offset, uint64_t length) override {
+  Status write(const shm::SharedMr& mr, uint64_t va, const IoList& src, uint64_t src_offset, uint64_t length) override {
+    if (on_demand(mr) && !util::fault_in(va, length, true)) [[unlikely]]
+      return Status::error(EFAULT);
     IoCursor c(src, src_offset);
     const UnsyncedAccess placement;
     gather_into(reinterpret_cast<void*>(va), c, length);
     return Status::ok();
   }
-  Status read(const shm::SharedMr&, uint64_t va, uint64_t length, const IoList& dst, uint64_t dst_offset) override {
+  Status read(const shm::SharedMr& mr, uint64_t va, uint64_t length, const IoList& dst, uint64_t dst_offset) override {
+    if (on_demand(mr) && !util::fault_in(va, length, false)) [[unlikely]]
+      return Status::error(EFAULT);
     IoCursor c(dst, dst_offset);
     const UnsyncedAccess placement;
     scatter_from(c, reinterpret_cast<const void*>(va), length);
     return Status::ok();
   }
-  Status atomic(const shm::SharedMr&, uint64_t va, AtomicOp op, uint64_t compare_add, uint64_t swap,
+  Status atomic(const shm::SharedMr& mr, uint64_t va, AtomicOp op, uint64_t compare_add, uint64_t swap,
                 uint64_t* original) override {
+    if (on_demand(mr) && !util::fault_in(va, 8, true)) [[unlikely]]
+      return Status::error(EFAULT);
     const UnsyncedAccess placement;
     *original = do_atomic(reinterpret_cast<uint64_t*>(va), op, compare_add, swap);
     return Status::ok();
+  }
+
+  Status fault_in(const shm::SharedMr&, uint64_t va, uint64_t length, bool write) override {
+    return util::fault_in(va, length, write) ? Status::ok() : Status::error(EFAULT);
   }
 
   static uint64_t do_atomic(uint64_t* p, AtomicOp op, uint64_t compare_add, uint64_t swap) {

@@ -12,6 +12,17 @@ inline uint64_t now_ns() {
   return static_cast<uint64_t>(ts.tv_sec) * 1'000'000'000ull + static_cast<uint64_t>(ts.tv_nsec);
 }
 
+// The adapter's clock, which completion timestamps and
+// ibv_query_rt_values_ex read: CLOCK_MONOTONIC_RAW in ns, so one tick is one
+// ns (hca_core_clock 1 GHz) and every process of the host reads the same
+// clock, unslewed by NTP.
+inline constexpr uint64_t kAdapterClockKhz = 1'000'000;
+inline uint64_t adapter_clock_ticks() {
+  timespec ts;
+  clock_gettime(CLOCK_MONOTONIC_RAW, &ts);
+  return static_cast<uint64_t>(ts.tv_sec) * 1'000'000'000ull + static_cast<uint64_t>(ts.tv_nsec);
+}
+
 inline constexpr uint64_t kForever = ~0ull;
 
 // IBA 9.7.6.1.3 / C9-140: Local ACK Timeout = 4.096 us * 2^timeout; 0 means infinite.

@@ -16,9 +16,10 @@
 namespace softverbs::verbs {
 namespace {
 
+constexpr uint64_t kStampWcFlags = IBV_WC_EX_WITH_COMPLETION_TIMESTAMP | IBV_WC_EX_WITH_COMPLETION_TIMESTAMP_WALLCLOCK;
 constexpr uint64_t kSupportedWcFlags = IBV_WC_EX_WITH_BYTE_LEN | IBV_WC_EX_WITH_IMM | IBV_WC_EX_WITH_QP_NUM |
                                        IBV_WC_EX_WITH_SRC_QP | IBV_WC_EX_WITH_SLID | IBV_WC_EX_WITH_SL |
-                                       IBV_WC_EX_WITH_DLID_PATH_BITS;
+                                       IBV_WC_EX_WITH_DLID_PATH_BITS | kStampWcFlags;
 
 Result<uint32_t> claim_cq_slot(shm::Segment& seg) {
   shm::ControlLock lock(seg);
@@ -89,16 +90,17 @@ Result<Cq*> Cq::create(Context* ctx, const ibv_cq_init_attr_ex& attr) {
   shm::Segment& seg = dev.seg();
   uint32_t capacity = 16;
   while (capacity < attr.cqe + 1u) capacity <<= 1;
+  const bool stamped = (attr.wc_flags & kStampWcFlags) != 0;
   auto* cq = new (std::nothrow) Cq();
   if (cq == nullptr) return Status::error(ENOMEM);
-  Result<shm::Offset> ring = seg.arena_alloc(static_cast<uint64_t>(capacity) * sizeof(shm::CqeSlot));
+  Result<shm::Offset> ring = seg.arena_alloc(shm::cq_ring_bytes(capacity, stamped));
   if (!ring.is_ok()) {
     delete cq;
     return ring.status();
   }
   Result<uint32_t> slot = claim_cq_slot(seg);
   if (!slot.is_ok()) {
-    seg.arena_free(ring.value(), static_cast<uint64_t>(capacity) * sizeof(shm::CqeSlot));
+    seg.arena_free(ring.value(), shm::cq_ring_bytes(capacity, stamped));
     delete cq;
     return slot.status();
   }
@@ -110,12 +112,14 @@ Result<Cq*> Cq::create(Context* ctx, const ibv_cq_init_attr_ex& attr) {
   cq->event_token_ = (serial.fetch_add(1, std::memory_order_relaxed) + 1) << kTokenSlotBits | cq->slot_;
   cq->single_threaded_ =
       (attr.comp_mask & IBV_CQ_INIT_ATTR_MASK_FLAGS) && (attr.flags & IBV_CREATE_CQ_ATTR_SINGLE_THREADED);
+  cq->stamped_ = stamped;
 
   shm::SharedCq& s = *cq->shared_;
   s.owner = dev.self();
   s.capacity = capacity;
   s.cqe = capacity - 1;
   s.ring = ring.value();
+  s.stamps = stamped ? ring.value() + static_cast<uint64_t>(capacity) * sizeof(shm::CqeSlot) : 0;
   s.armed.store(shm::kCqDisarmed);
   s.overrun.store(0);
   s.tail.store(0);
@@ -150,9 +154,16 @@ void note_recv_polled(shm::Segment& seg, const shm::Cqe& cqe) {
 
 }  // namespace
 
+template <bool kStamped>
 bool Cq::pop(shm::Cqe* out) {
   shm::Segment& seg = ctx_->device().seg();
-  if (!shm::cq_pop(seg, *shared_, out)) return false;
+  if constexpr (kStamped) {
+    uint64_t stamp = 0;
+    if (!shm::cq_pop_stamped(seg, *shared_, out, &stamp)) return false;
+    if (stamp > current_stamp_) current_stamp_ = stamp;
+  } else {
+    if (!shm::cq_pop(seg, *shared_, out)) return false;
+  }
   if (out->sq_index == shm::Cqe::kRecv) note_recv_polled(seg, *out);
   return true;
 }
@@ -166,7 +177,8 @@ bool Cq::received_now() {
   if (!single_threaded_) poll_mu_.lock();
   int got = 0;
   shm::Cqe cqe;
-  while (got < n && pop(&cqe)) to_wc(cqe, &wc[got++]);
+  // ibv_wc has no timestamp: a stamped CQ's stamps are not read here.
+  while (got < n && pop<false>(&cqe)) to_wc(cqe, &wc[got++]);
   if (!single_threaded_) poll_mu_.unlock();
   return got;
 }
@@ -192,9 +204,34 @@ int Cq::arm(bool solicited_only) {
 
 Status Cq::resize(int cqe) {
   if (cqe < 1 || static_cast<uint32_t>(cqe) > shm::kMaxCqe) return Status::error(EINVAL);
-  // Producers in other processes write into the ring without a lock, so the
-  // ring cannot move; a resize that fits is honoured, a larger one is not.
-  if (static_cast<uint32_t>(cqe) > shared_->cqe) return Status::error(EOPNOTSUPP);
+  // A size the CQ already has is honoured as it is: the ring never shrinks.
+  if (static_cast<uint32_t>(cqe) <= shared_->cqe) return Status::ok();
+  uint32_t capacity = shared_->capacity;
+  while (capacity < static_cast<uint32_t>(cqe) + 1u) capacity <<= 1;
+  shm::Segment& seg = ctx_->device().seg();
+  const uint64_t bytes = shm::cq_ring_bytes(capacity, stamped_);
+  Result<shm::Offset> ring = seg.arena_alloc(bytes);
+  if (!ring.is_ok()) return ring.status();
+  const shm::Offset old_ring = shared_->ring;
+  const uint64_t old_bytes = shm::cq_ring_bytes(shared_->capacity, stamped_);
+  const shm::Offset stamps = stamped_ ? ring.value() + static_cast<uint64_t>(capacity) * sizeof(shm::CqeSlot) : 0;
+  // Producers (peers' responders, receive threads) write the ring lock-free:
+  // shm::cq_move closes its tail, lets reserved entries land, copies them
+  // to the same indices of the new ring and reopens the tail there.
+  if (!single_threaded_) poll_mu_.lock();
+  const bool moved = shm::cq_move(seg, *shared_, ring.value(), capacity, stamps, kMovePatienceSpins);
+  if (moved) {
+    shared_->cqe = capacity - 1;
+    ex_.cqe = static_cast<int>(capacity - 1);
+  }
+  if (!single_threaded_) poll_mu_.unlock();
+  if (!moved) {
+    seg.arena_free(ring.value(), bytes);
+    return Status::error(EAGAIN);
+  }
+  // No producer touches the old ring once the move returned: those that
+  // reserved in it have published, later ones reserve in the new ring.
+  seg.arena_free(old_ring, old_bytes);
   return Status::ok();
 }
 
@@ -227,10 +264,11 @@ Status Cq::destroy() {
   return Status::ok();
 }
 
+template <bool kStamped>
 int Cq::start_poll() {
   for (int pass = 0;; ++pass) {
     if (!single_threaded_) poll_mu_.lock();
-    if (pop(&current_)) break;
+    if (pop<kStamped>(&current_)) break;
     if (!single_threaded_) poll_mu_.unlock();
     if (pass == 1 || !received_now()) return ENOENT;
   }
@@ -239,12 +277,18 @@ int Cq::start_poll() {
   return 0;
 }
 
+template <bool kStamped>
 int Cq::next_poll() {
-  if (!pop(&current_)) return ENOENT;
+  if (!pop<kStamped>(&current_)) return ENOENT;
   ex_.wr_id = current_.wr_id;
   ex_.status = static_cast<ibv_wc_status>(current_.status);
   return 0;
 }
+
+template int Cq::start_poll<false>();
+template int Cq::start_poll<true>();
+template int Cq::next_poll<false>();
+template int Cq::next_poll<true>();
 
 void Cq::end_poll() {
   if (!single_threaded_) poll_mu_.unlock();

@@ -53,7 +53,12 @@ class Cq {
 
   int poll(int n, ibv_wc* wc);
   int arm(bool solicited_only);
+  // ibv_resize_cq: grows the ring (shm::cq_move), keeping the entries it
+  // holds in order; a smaller size keeps the ring. EAGAIN when a producer
+  // that reserved an entry does not write it within the patience below
+  // (it died: the CQ is stalled anyway).
   Status resize(int cqe);
+  static constexpr uint64_t kMovePatienceSpins = 100'000;
   // The CQ's armed condition was met (or it overran): signal the channel.
   void deliver_event();
   // What deliver_event writes: the slot in the low bits, a serial above.
@@ -68,10 +73,18 @@ class Cq {
   Status destroy();
 
   // Extended polling (ibv_start_poll & co): the entry under the cursor.
+  // kStamped: the CQ keeps completion timestamps (stamped()); the ops table
+  // picks the instance once, at creation (abi/ibverbs/cq_ex_ops.cc).
+  template <bool kStamped>
   int start_poll();
+  template <bool kStamped>
   int next_poll();
   void end_poll();
   const shm::Cqe& current() const { return current_; }
+  bool stamped() const { return stamped_; }
+  // The entry under the cursor: when it was written, in adapter clock ticks
+  // (util/time.h), never before the CQ's previous entry's.
+  uint64_t current_stamp() const { return current_stamp_; }
 
   // A QP of this CQ goes to RTR on `f`: from now on a poll that finds the CQ
   // empty lets a packet fabric receive (transport::Link::receive_now). Kept
@@ -85,6 +98,7 @@ class Cq {
 
  private:
   Cq() = default;
+  template <bool kStamped>
   bool pop(shm::Cqe* out);
   int take(int n, ibv_wc* wc);  // up to n completions, under the poll lock
   // An empty CQ: take again if its packet fabric received something.
@@ -105,6 +119,10 @@ class Cq {
   std::atomic<uint32_t> overrun_reported_{0};
   std::atomic<uint32_t> async_events_fetched_{0};
   shm::Cqe current_{};
+  bool stamped_ = false;
+  // Producers stamp after reserving their slot, so two racing producers can
+  // stamp out of slot order; an entry reports at least its predecessor's.
+  uint64_t current_stamp_ = 0;
   std::atomic<transport::Link*> receive_fabric_{nullptr};
 };
 

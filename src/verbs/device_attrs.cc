@@ -2,6 +2,8 @@
 
 #include <cstring>
 
+#include "util/time.h"
+#include "verbs/dm.h"
 #include "verbs/port_config.h"
 
 namespace softverbs::verbs {
@@ -58,11 +60,21 @@ void fill_device_attr_ex(const shm::Segment& seg, ibv_device_attr_ex* a) {
   std::memset(a, 0, sizeof *a);
   fill_device_attr(seg, &a->orig_attr);
   a->comp_mask = 0;
-  a->max_dm_size = 0;
+  a->max_dm_size = kMaxDmSize;
   a->raw_packet_caps = 0;
-  a->completion_timestamp_mask = 0;
-  a->hca_core_clock = 0;
+  // Completion timestamps: the adapter clock (util/time.h), 64 bits of ns.
+  a->completion_timestamp_mask = ~uint64_t{0};
+  a->hca_core_clock = kAdapterClockKhz;
   a->device_cap_flags_ex = a->orig_attr.device_cap_flags;
+  // On-demand paging, explicit and implicit, for every operation of every
+  // transport the device offers (util/fault_in.h: the page fault).
+  a->odp_caps.general_caps = IBV_ODP_SUPPORT | IBV_ODP_SUPPORT_IMPLICIT;
+  a->odp_caps.per_transport_caps.rc_odp_caps = IBV_ODP_SUPPORT_SEND | IBV_ODP_SUPPORT_RECV | IBV_ODP_SUPPORT_WRITE |
+                                               IBV_ODP_SUPPORT_READ | IBV_ODP_SUPPORT_ATOMIC |
+                                               IBV_ODP_SUPPORT_SRQ_RECV;
+  a->odp_caps.per_transport_caps.uc_odp_caps =
+      IBV_ODP_SUPPORT_SEND | IBV_ODP_SUPPORT_RECV | IBV_ODP_SUPPORT_WRITE | IBV_ODP_SUPPORT_SRQ_RECV;
+  a->odp_caps.per_transport_caps.ud_odp_caps = IBV_ODP_SUPPORT_SEND | IBV_ODP_SUPPORT_RECV | IBV_ODP_SUPPORT_SRQ_RECV;
   a->phys_port_cnt_ex = 1;
 }
 

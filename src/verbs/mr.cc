@@ -8,16 +8,19 @@
 #include <vector>
 
 #include "shm/segment.h"
+#include "transport/mem_ops.h"
+#include "util/fault_in.h"
 #include "util/proc_maps.h"
 #include "verbs/context.h"
 #include "verbs/device.h"
+#include "verbs/dm.h"
 
 namespace softverbs::verbs {
 namespace {
 
 constexpr unsigned kSupportedAccess = IBV_ACCESS_LOCAL_WRITE | IBV_ACCESS_REMOTE_WRITE | IBV_ACCESS_REMOTE_READ |
                                       IBV_ACCESS_REMOTE_ATOMIC | IBV_ACCESS_MW_BIND | IBV_ACCESS_ZERO_BASED |
-                                      IBV_ACCESS_RELAXED_ORDERING;
+                                      IBV_ACCESS_RELAXED_ORDERING | IBV_ACCESS_ON_DEMAND;
 
 uint16_t random_tag() {
   uint16_t v = 0;
@@ -83,13 +86,20 @@ Status check_access_flags(unsigned access) {
   return Status::ok();
 }
 
-Result<Mr*> register_mr(Pd* pd, void* addr, size_t length, uint64_t iova, unsigned access) {
+namespace {
+
+// `dm`: the region lies in that device memory, whose own export peers use.
+Result<Mr*> register_region(Pd* pd, void* addr, size_t length, uint64_t iova, unsigned access, Dm* dm) {
   SV_RETURN_IF_ERROR(check_access_flags(access));
   const uint64_t a = reinterpret_cast<uint64_t>(addr);
-  if (length == 0 || length > shm::kMaxMrSize || a + length < a) return Status::error(EINVAL);
-  // The kernel pins the pages here and fails with EFAULT when it cannot.
+  const bool odp = (access & IBV_ACCESS_ON_DEMAND) != 0;
+  // Implicit ODP (ibv_reg_mr(3)): NULL, SIZE_MAX is the whole address space.
+  const bool implicit = odp && addr == nullptr && length == SIZE_MAX;
+  if (length == 0 || (length > shm::kMaxMrSize && !implicit) || a + length < a) return Status::error(EINVAL);
+  // The kernel pins the pages here and fails with EFAULT when it cannot; ODP
+  // pins nothing: its pages are faulted in at each access (util/fault_in.h).
   const bool writable = (access & (IBV_ACCESS_LOCAL_WRITE | IBV_ACCESS_REMOTE_WRITE | IBV_ACCESS_REMOTE_ATOMIC)) != 0;
-  if (!util::range_pinnable(a, length, writable)) return Status::error(EFAULT);
+  if (!odp && !util::range_pinnable(a, length, writable)) return Status::error(EFAULT);
   if (access & IBV_ACCESS_ZERO_BASED) iova = 0;
   Device& dev = pd->ctx->device();
   shm::Segment& seg = dev.seg();
@@ -102,7 +112,11 @@ Result<Mr*> register_mr(Pd* pd, void* addr, size_t length, uint64_t iova, unsign
   }
   mr->slot = slot.value();
   mr->pd = pd;
-  mr->backing = fabric::export_region(a, length);
+  mr->dm = dm;
+  // ODP memory stays where it is, as the application maps it: peers reach it
+  // by cma or bounce, which fail cleanly on a page that is not there.
+  mr->backing = dm != nullptr ? dm->backing : odp ? fabric::RegionExport{} : fabric::export_region(a, length);
+  if (dm != nullptr) dm->mrs.fetch_add(1, std::memory_order_relaxed);
   mr->ibv.context = pd->ctx->ibv();
   mr->ibv.pd = &pd->ibv;
   mr->ibv.addr = addr;
@@ -111,6 +125,45 @@ Result<Mr*> register_mr(Pd* pd, void* addr, size_t length, uint64_t iova, unsign
   publish(seg, mr, pd, a, length, iova, access & ~static_cast<unsigned>(IBV_ACCESS_OPTIONAL_RANGE), dev);
   pd->users.fetch_add(1, std::memory_order_relaxed);
   return mr;
+}
+
+}  // namespace
+
+Result<Mr*> register_mr(Pd* pd, void* addr, size_t length, uint64_t iova, unsigned access) {
+  return register_region(pd, addr, length, iova, access, nullptr);
+}
+
+Result<Mr*> register_dm_mr(Pd* pd, Dm* dm, uint64_t offset, size_t length, unsigned access) {
+  // ibv_reg_dm_mr(3): a DM MR is zero-based; the application never learns
+  // where the DM is mapped.
+  if ((access & IBV_ACCESS_ZERO_BASED) == 0 || (access & IBV_ACCESS_ON_DEMAND) != 0) return Status::error(EINVAL);
+  if (length == 0 || !dm->contains(offset, length)) return Status::error(EINVAL);
+  Result<Mr*> mr = register_region(pd, dm->base + offset, length, 0, access, dm);
+  if (mr.is_ok()) mr.value()->ibv.addr = nullptr;
+  return mr;
+}
+
+Status advise_mr(Pd* pd, uint32_t advice, uint32_t flags, const ibv_sge* sg_list, uint32_t num_sge) {
+  if (advice != IBV_ADVISE_MR_ADVICE_PREFETCH && advice != IBV_ADVISE_MR_ADVICE_PREFETCH_WRITE &&
+      advice != IBV_ADVISE_MR_ADVICE_PREFETCH_NO_FAULT)
+    return Status::error(EOPNOTSUPP);
+  if ((flags & ~static_cast<uint32_t>(IBV_ADVISE_MR_FLAG_FLUSH)) != 0) return Status::error(EINVAL);
+  if (num_sge == 0 || sg_list == nullptr) return Status::error(EINVAL);
+  const bool write = advice == IBV_ADVISE_MR_ADVICE_PREFETCH_WRITE;
+  Device& dev = pd->ctx->device();
+  for (uint32_t i = 0; i < num_sge; ++i) {
+    const ibv_sge& sge = sg_list[i];
+    transport::MrRef ref;
+    const transport::KeyCheck check = transport::check_key(dev.seg(), sge.lkey, false, dev.self(), pd->id, 0, sge.addr,
+                                                           sge.length, write ? IBV_ACCESS_LOCAL_WRITE : 0, &ref);
+    if (check != transport::KeyCheck::kOk) return Status::error(EFAULT);
+    if (!transport::on_demand(*ref.mr)) return Status::error(EINVAL);
+    // Without IBV_ADVISE_MR_FLAG_FLUSH the kernel may prefetch later; doing
+    // it now is one of the behaviours allowed.
+    if (advice != IBV_ADVISE_MR_ADVICE_PREFETCH_NO_FAULT && !util::fault_in(ref.va, sge.length, write))
+      return Status::error(EFAULT);
+  }
+  return Status::ok();
 }
 
 Status deregister_mr(Mr* mr) {
@@ -130,7 +183,10 @@ Status deregister_mr(Mr* mr) {
     m.lkey = 0;
   }
   fabric::quiesce_local_access();  // no responder still copies from or into it
-  fabric::unexport_region(mr->backing);
+  if (mr->dm != nullptr)
+    mr->dm->mrs.fetch_sub(1, std::memory_order_release);
+  else if (mr->backing.fd >= 0)
+    fabric::unexport_region(mr->backing);
   mr->pd->users.fetch_sub(1, std::memory_order_relaxed);
   delete mr;
   return Status::ok();
@@ -162,6 +218,8 @@ Status reregister_mr(Mr* mr, int flags, Pd* pd, void* addr, size_t length, unsig
   if (flags == 0 || (flags & ~(IBV_REREG_MR_CHANGE_TRANSLATION | IBV_REREG_MR_CHANGE_PD |
                                IBV_REREG_MR_CHANGE_ACCESS)) != 0)
     return Status::error(EINVAL);
+  // A DM MR's translation is the DM's; rdma-core offers no rereg for it.
+  if (mr->dm != nullptr) return Status::error(EINVAL);
   shm::SharedMr& m = mr->pd->ctx->device().seg().mr(mr->slot);
   if (m.bound_windows.load(std::memory_order_seq_cst) != 0) return Status::error(EBUSY);  // as dereg
   Pd* new_pd = (flags & IBV_REREG_MR_CHANGE_PD) ? pd : mr->pd;

@@ -56,6 +56,11 @@ ibv_td* op_alloc_td(ibv_context* ctx, ibv_td_init_attr* attr);
 int op_dealloc_td(ibv_td* td);
 int op_query_device_ex(ibv_context* ctx, const ibv_query_device_ex_input* input, ibv_device_attr_ex* attr,
                        size_t attr_size);
+ibv_dm* op_alloc_dm(ibv_context* ctx, ibv_alloc_dm_attr* attr);
+int op_free_dm(ibv_dm* dm);
+ibv_mr* op_reg_dm_mr(ibv_pd* pd, ibv_dm* dm, uint64_t offset, size_t length, unsigned int access);
+int op_advise_mr(ibv_pd* pd, ibv_advise_mr_advice advice, uint32_t flags, ibv_sge* sg_list, uint32_t num_sge);
+int op_query_rt_values(ibv_context* ctx, ibv_values_ex* values);
 ibv_cq_ex* op_create_cq_ex(ibv_context* ctx, ibv_cq_init_attr_ex* attr);
 ibv_qp* op_create_qp_ex(ibv_context* ctx, ibv_qp_init_attr_ex* attr);
 ibv_srq* op_create_srq_ex(ibv_context* ctx, ibv_srq_init_attr_ex* attr);

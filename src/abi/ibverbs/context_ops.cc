@@ -14,15 +14,11 @@ void* u_compat() {
   errno = ENOSYS;
   return nullptr;
 }
-int u_advise_mr(ibv_pd*, ibv_advise_mr_advice, uint32_t, ibv_sge*, uint32_t) { return unsupported(__func__); }
 ibv_mr* u_alloc_null_mr(ibv_pd*) { return unsupported_ptr<ibv_mr>(__func__); }
 int u_read_counters(ibv_counters*, uint64_t*, uint32_t, uint32_t) { return unsupported(__func__); }
 int u_attach_counters_point_flow(ibv_counters*, ibv_counter_attach_attr*, ibv_flow*) { return unsupported(__func__); }
 ibv_counters* u_create_counters(ibv_context*, ibv_counters_init_attr*) { return unsupported_ptr<ibv_counters>(__func__); }
 int u_destroy_counters(ibv_counters*) { return unsupported(__func__); }
-ibv_mr* u_reg_dm_mr(ibv_pd*, ibv_dm*, uint64_t, size_t, unsigned int) { return unsupported_ptr<ibv_mr>(__func__); }
-ibv_dm* u_alloc_dm(ibv_context*, ibv_alloc_dm_attr*) { return unsupported_ptr<ibv_dm>(__func__); }
-int u_free_dm(ibv_dm*) { return unsupported(__func__); }
 int u_modify_flow_action_esp(ibv_flow_action*, ibv_flow_action_esp_attr*) { return unsupported(__func__); }
 int u_destroy_flow_action(ibv_flow_action*) { return unsupported(__func__); }
 ibv_flow_action* u_create_flow_action_esp(ibv_context*, ibv_flow_action_esp_attr*) {
@@ -40,7 +36,6 @@ ibv_rwq_ind_table* u_create_rwq_ind_table(ibv_context*, ibv_rwq_ind_table_init_a
 int u_destroy_wq(ibv_wq*) { return unsupported(__func__); }
 int u_modify_wq(ibv_wq*, ibv_wq_attr*) { return unsupported(__func__); }
 ibv_wq* u_create_wq(ibv_context*, ibv_wq_init_attr*) { return unsupported_ptr<ibv_wq>(__func__); }
-int u_query_rt_values(ibv_context*, ibv_values_ex*) { return unsupported(__func__); }
 int u_destroy_flow(ibv_flow*) { return unsupported(__func__); }
 ibv_flow* u_create_flow(ibv_qp*, ibv_flow_attr*) { return unsupported_ptr<ibv_flow>(__func__); }
 void u_placeholder() {}
@@ -94,15 +89,15 @@ void fill_context_ops(verbs_context* v) {
   set_compat(o._compat_async_event);
 
   v->query_port = op_query_port;
-  v->advise_mr = u_advise_mr;
+  v->advise_mr = op_advise_mr;
   v->alloc_null_mr = u_alloc_null_mr;
   v->read_counters = u_read_counters;
   v->attach_counters_point_flow = u_attach_counters_point_flow;
   v->create_counters = u_create_counters;
   v->destroy_counters = u_destroy_counters;
-  v->reg_dm_mr = u_reg_dm_mr;
-  v->alloc_dm = u_alloc_dm;
-  v->free_dm = u_free_dm;
+  v->reg_dm_mr = op_reg_dm_mr;
+  v->alloc_dm = op_alloc_dm;
+  v->free_dm = op_free_dm;
   v->modify_flow_action_esp = u_modify_flow_action_esp;
   v->destroy_flow_action = u_destroy_flow_action;
   v->create_flow_action_esp = u_create_flow_action_esp;
@@ -117,7 +112,7 @@ void fill_context_ops(verbs_context* v) {
   v->destroy_wq = u_destroy_wq;
   v->modify_wq = u_modify_wq;
   v->create_wq = u_create_wq;
-  v->query_rt_values = u_query_rt_values;
+  v->query_rt_values = op_query_rt_values;
   v->create_cq_ex = op_create_cq_ex;
   v->priv = nullptr;
   v->query_device_ex = op_query_device_ex;

@@ -11,6 +11,15 @@ using softverbs::verbs::Context;
 using softverbs::verbs::Mr;
 using softverbs::verbs::Pd;
 
+namespace softverbs::abi {
+
+int op_advise_mr(ibv_pd* pd, ibv_advise_mr_advice advice, uint32_t flags, ibv_sge* sg_list, uint32_t num_sge) {
+  if (pd == nullptr) return EINVAL;
+  return softverbs::verbs::advise_mr(Pd::from(pd), advice, flags, sg_list, num_sge).code();
+}
+
+}  // namespace softverbs::abi
+
 SV_EXPORT ibv_pd* ibv_alloc_pd(ibv_context* ctx) {
   if (ctx == nullptr) return fail<ibv_pd>(EINVAL);
   auto* pd = new (std::nothrow) Pd();

@@ -5,6 +5,7 @@
 
 #include "transport/mem_ops.h"
 #include "transport/target_memory.h"
+#include "util/fault_in.h"
 #include "util/futex.h"
 #include "util/raw_memory.h"
 
@@ -32,6 +33,8 @@ int serve(shm::Segment& seg, shm::OwnerId self, shm::BounceSlot& s) {
   if (s.length > shm::kBounceBytes || s.addr < mr.addr || s.addr + s.length > mr.addr + mr.length) return EFAULT;
   char* buf = seg.ptr<char>(s.buffer);
   auto* target = reinterpret_cast<char*>(s.addr);
+  if (transport::on_demand(mr) && !util::fault_in(s.addr, s.length, s.op != static_cast<uint32_t>(shm::BounceOp::kRead)))
+    return EFAULT;
   switch (static_cast<shm::BounceOp>(s.op)) {
     // The requesting process orders these against the application (util/raw_memory.h).
     case shm::BounceOp::kWrite: util::raw_copy(target, buf, s.length); return 0;

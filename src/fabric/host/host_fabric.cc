@@ -340,7 +340,12 @@ ibv_wc_status HostFabric::transmit(transport::SendSide& s, transport::SendWqe& w
   if (answered && op->kind == ReqKind::kRead && resp.data_mr != nullptr) {
     // The READ's data goes straight from the target's memory into ours.
     const auto* mr = static_cast<const shm::SharedMr*>(resp.data_mr);
-    if (!mem.read(*mr, resp.data_va, std::min<uint64_t>(w.length, list.bytes), list, 0).is_ok()) resp.kind = Kind::kDrop;
+    if (!mem.read(*mr, resp.data_va, std::min<uint64_t>(w.length, list.bytes), list, 0).is_ok()) {
+      // An ODP page the owner unmapped is a remote access error, as the
+      // responder answers on the UDP fabric; anything else is lost on the way.
+      resp.kind = transport::on_demand(*mr) ? Kind::kNak : Kind::kDrop;
+      resp.nak = transport::NakCode::kRemoteAccessError;
+    }
   } else if (answered && (op->kind == ReqKind::kSend || op->has_imm) && !ud && !xrc) {  // a receive completion
     note_next_recv_cqe(s, seg, target.slot);
   }
@@ -366,6 +371,7 @@ uint32_t HostFabric::place_at_post(transport::SendSide& s, const ibv_send_wr& wr
     if (transport::check_key(seg, sge.lkey, false, s.qp.self, s.qp.pd_id, 0, sge.addr, length, 0, &source) !=
         KeyCheck::kOk)
       return 0;  // transmit fails it with the local error
+    if (transport::on_demand(*source.mr)) return 0;  // transmit faults its pages in
     iov.iov_base = reinterpret_cast<void*>(source.va);
   }
   // The request the requester sends next, carried out now: the responder

@@ -128,6 +128,13 @@ def run_pair(server, client, env_s=None, env_c=None, ns_s=None, ns_c=None, timeo
     return rc, out, srv_out
 
 
+def remove_segment(path):
+    """A device segment and the sysfs tree beside it (src/abi/ibverbs/sysfs_tree.h)."""
+    if os.path.exists(path):
+        os.unlink(path)
+    shutil.rmtree(path + ".sysfs", ignore_errors=True)
+
+
 def free_port():
     with socket.socket() as s:
         s.bind(("127.0.0.1", 0))
@@ -429,7 +436,7 @@ class Netns:
                         self.ns_a, self.ns_b], timeout=30)
         for s in set(self.segments):
             try:
-                os.unlink(s)
+                remove_segment(s)
             except FileNotFoundError:
                 pass
         self.ns_a = None
@@ -798,8 +805,7 @@ def section_scale():
             if over_budget():
                 break
             rc, out = run_one(cmd, env={"SOFTVERBS_DEVICE_PATH": seg}, timeout=120)
-            if os.path.exists(seg):
-                os.unlink(seg)
+            remove_segment(seg)
             got = dict(re.findall(r"^metric (\S+) (\S+)", out, re.M))
             if rc != 0 or not all(name in got for name, _, _ in metrics):
                 note_failure(cmdline(cmd), rc, out, "")
@@ -834,8 +840,7 @@ def section_cost():
             seg = "/dev/shm/softverbs-bench-%d-cost" % os.getpid()
             cmd = ["valgrind", "--tool=callgrind", "--callgrind-out-file=/dev/null", tool, op, n]
             rc, out = run_one(cmd, env={"SOFTVERBS_DEVICE_PATH": seg}, timeout=120)
-            if os.path.exists(seg):
-                os.unlink(seg)
+            remove_segment(seg)
             got = re.search(r"Collected : (\d+)", out)
             if rc != 0 or got is None:
                 note_failure(cmdline(cmd), rc, out, "")
@@ -914,8 +919,7 @@ def main():
     TMP = BENCH / "results" / "tmp" / stamp
     TMP.mkdir(parents=True, exist_ok=True)
     HOST_SEGMENT = "/dev/shm/softverbs-bench-%d-host" % os.getpid()
-    atexit.register(lambda: os.path.exists(HOST_SEGMENT) and os.unlink(HOST_SEGMENT))
-    atexit.register(lambda: shutil.rmtree(HOST_SEGMENT + ".sysfs", ignore_errors=True))
+    atexit.register(lambda: remove_segment(HOST_SEGMENT))
     SOFTVERBS_UCX_ENV.update({"SOFTVERBS_DEVICE_PATH": HOST_SEGMENT, "UCX_NET_DEVICES": "softverbs0:1"})
 
     argv = [os.path.relpath(sys.argv[0], REPO) if os.path.isabs(sys.argv[0]) else sys.argv[0]] + sys.argv[1:]

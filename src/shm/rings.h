@@ -87,6 +87,17 @@ inline void rq_note_polled(RecvQueue& rq, uint64_t index) {
     rq.polled.store(next, std::memory_order_release);
 }
 
+// Likewise for an SRQ, whose completions several CQs (and threads) poll:
+// entries are claimed in index order, so the largest polled index bounds
+// head from below whichever CQ it came through; kept by CAS so no poller
+// moves it back.
+inline void rq_note_polled_shared(RecvQueue& rq, uint64_t index) {
+  const uint64_t next = index + 1;
+  uint64_t cur = rq.polled.load(std::memory_order_relaxed);
+  while (next > cur && next <= rq.tail.load(std::memory_order_relaxed))
+    if (rq.polled.compare_exchange_weak(cur, next, std::memory_order_release, std::memory_order_relaxed)) return;
+}
+
 // Any consumer. Copies the oldest entry out and claims it; *index is its
 // index. Returns false when empty.
 inline bool rq_take(const Segment& seg, RecvQueue& rq, uint64_t* wr_id, Sge* sge, uint32_t* num_sge,

@@ -282,6 +282,26 @@ TEST_F(RingsTest, PolledReceivesFreeOnlyClaimedSlots) {
   }
 }
 
+// An SRQ's completions arrive through several CQs, in any order: the mark
+// only ever rises, stays within what was posted, and rises under racing pollers.
+TEST_F(RingsTest, SharedPolledMarkOnlyRises) {
+  RecvQueue& rq = make_rq(5, 8, 1);
+  Sge sge{1, 2, 3};
+  for (uint64_t i = 0; i < 8; ++i) ASSERT_TRUE(rq_post(*seg_, rq, i, &sge, 1));
+  rq_note_polled_shared(rq, 5);
+  rq_note_polled_shared(rq, 2);   // polled later through another CQ
+  EXPECT_EQ(rq.polled.load(), 6u);
+  rq_note_polled_shared(rq, 20);  // beyond the tail: ignored
+  EXPECT_EQ(rq.polled.load(), 6u);
+  std::vector<std::thread> pollers;
+  for (uint64_t t = 0; t < 4; ++t)
+    pollers.emplace_back([&rq, t] {
+      for (uint64_t i = t; i < 8; i += 4) rq_note_polled_shared(rq, i);
+    });
+  for (std::thread& p : pollers) p.join();
+  EXPECT_EQ(rq.polled.load(), 8u);
+}
+
 TEST_F(RingsTest, ConcurrentConsumersTakeEachEntryOnce) {
   RecvQueue& rq = make_rq(3, 256, 1);
   constexpr uint64_t kTotal = 100000;

@@ -149,7 +149,13 @@ void note_recv_polled(shm::Segment& seg, const shm::Cqe& cqe) {
   const int slot = transport::qp_slot_of(seg, cqe.qp_num);
   if (slot < 0) return;
   shm::SharedQp& qp = seg.qp(static_cast<uint32_t>(slot));
-  if (qp.srq == 0 && qp.rq.ring != 0) shm::rq_note_polled(qp.rq, cqe.rq_index);  // not an SRQ's, nor XRC's
+  if (qp.srq == 0) {
+    if (qp.rq.ring != 0) shm::rq_note_polled(qp.rq, cqe.rq_index);  // not an XRC_RECV QP's (it has none)
+    return;
+  }
+  // A basic SRQ: its posts, like a QP's, then need not read the consumers' head.
+  shm::SharedSrq& srq = seg.srq(qp.srq - 1);
+  if (srq.rq.ring != 0) shm::rq_note_polled_shared(srq.rq, cqe.rq_index);
 }
 
 }  // namespace

@@ -85,40 +85,44 @@ void Device::deliver_cq_events(uint32_t first_slot, uint64_t bits) {
     if (Cq* cq = cq_at(first_slot + static_cast<uint32_t>(__builtin_ctzll(bits)))) cq->deliver_event();
 }
 
+namespace {
+
+// The object `token` names (its slot in the low `slot_bits`), if it is still
+// the one the token was made for; then `note` counts the event as fetched.
+// REQUIRES: the registry lock (`at` reads the registry).
+template <class Obj, class At, class Note>
+Obj* claim(uint64_t token, unsigned slot_bits, uint32_t slots, At at, Note note) {
+  const uint32_t slot = static_cast<uint32_t>(token & ((uint64_t{1} << slot_bits) - 1));
+  Obj* obj = slot < slots ? at(slot) : nullptr;
+  if (obj == nullptr || obj->event_token() != token) return nullptr;
+  note(*obj);
+  return obj;
+}
+
+}  // namespace
+
 Cq* Device::claim_cq_event(uint64_t token) {
-  const uint32_t slot = static_cast<uint32_t>(token & ((1u << Cq::kTokenSlotBits) - 1));
   std::lock_guard lock(registry_mu_);
-  Cq* cq = slot < shm::kMaxCqs ? cq_at(slot) : nullptr;
-  if (cq == nullptr || cq->event_token() != token) return nullptr;
-  cq->note_event_fetched();
-  return cq;
+  return claim<Cq>(token, Cq::kTokenSlotBits, shm::kMaxCqs, [this](uint32_t s) { return cq_at(s); },
+                   [](Cq& cq) { cq.note_event_fetched(); });
 }
 
 Cq* Device::claim_cq_async_event(uint64_t token) {
-  const uint32_t slot = static_cast<uint32_t>(token & ((1u << Cq::kTokenSlotBits) - 1));
   std::lock_guard lock(registry_mu_);
-  Cq* cq = slot < shm::kMaxCqs ? cq_at(slot) : nullptr;
-  if (cq == nullptr || cq->event_token() != token) return nullptr;
-  cq->note_async_event_fetched();
-  return cq;
+  return claim<Cq>(token, Cq::kTokenSlotBits, shm::kMaxCqs, [this](uint32_t s) { return cq_at(s); },
+                   [](Cq& cq) { cq.note_async_event_fetched(); });
 }
 
 Srq* Device::claim_srq_event(uint64_t token) {
-  const uint32_t slot = static_cast<uint32_t>(token & ((1u << Srq::kTokenSlotBits) - 1));
   std::lock_guard lock(registry_mu_);
-  Srq* srq = slot < shm::kMaxSrqs ? srqs_[slot] : nullptr;
-  if (srq == nullptr || srq->event_token() != token) return nullptr;
-  srq->note_event_fetched();
-  return srq;
+  return claim<Srq>(token, Srq::kTokenSlotBits, shm::kMaxSrqs, [this](uint32_t s) { return srqs_[s]; },
+                    [](Srq& srq) { srq.note_event_fetched(); });
 }
 
 Qp* Device::claim_qp_event(uint64_t token) {
-  const uint32_t slot = static_cast<uint32_t>(token & (shm::kMaxQpSlots - 1));
   std::lock_guard lock(registry_mu_);
-  Qp* qp = qps_[slot];
-  if (qp == nullptr || qp->event_token() != token) return nullptr;
-  qp->note_event_fetched();
-  return qp;
+  return claim<Qp>(token, shm::kQpSlotBits, shm::kMaxQpSlots, [this](uint32_t s) { return qps_[s]; },
+                   [](Qp& qp) { qp.note_event_fetched(); });
 }
 
 void Device::deliver_qp_event(uint32_t slot, uint64_t bits) {

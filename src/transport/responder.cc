@@ -3,6 +3,8 @@
 #include <infiniband/verbs.h>
 
 #include <algorithm>
+#include <cstddef>
+#include <cstring>
 #include <optional>
 
 #include "shm/rings.h"
@@ -40,8 +42,12 @@ bool grants(const shm::SharedQp& qp, uint32_t access) {
 class Responder {
  public:
   Responder(shm::Segment& seg, uint32_t slot, const Request& req, TargetMemory& mem, Notifier& notifier)
-      : seg_(seg), slot_(slot), qp_(seg.qp(slot)), st_(qp_.resp), req_(req), mem_(mem), notifier_(notifier),
-        mem_owner_(qp_.owner), mem_pd_(qp_.pd_id), recv_cq_(qp_.recv_cq) {}
+      : seg_(seg), slot_(slot), qp_(seg.qp(slot)), st_(qp_.qp_type == IBV_QPT_UD ? ud_state_ : qp_.resp), req_(req),
+        mem_(mem), notifier_(notifier), mem_owner_(qp_.owner), mem_pd_(qp_.pd_id), recv_cq_(qp_.recv_cq) {
+    // The scalars the datagram path reads before it writes them; the SGEs
+    // and replay slots are written before they are read.
+    if (&st_ == &ud_state_) std::memset(&ud_state_, 0, offsetof(shm::ResponderState, recv_sge));
+  }
 
   Response run();
 
@@ -74,6 +80,12 @@ class Responder {
   shm::Segment& seg_;
   uint32_t slot_;
   shm::SharedQp& qp_;
+  // A UD QP has any number of senders, and on the host link each runs this
+  // responder in its own process at the same time: a datagram's receive WQE
+  // is held here, never in the QP's shared ResponderState (which a
+  // connected QP's one requester owns, invariant 3). One packet, one message:
+  // nothing carries over.
+  shm::ResponderState ud_state_;
   shm::ResponderState& st_;
   const Request& req_;
   TargetMemory& mem_;

@@ -230,6 +230,109 @@ TEST(UdSend, QkeyFiltersAndNoReceiveLoses) {
 }
 
 // A UD message is one packet: longer than the path MTU fails locally.
+// Regression (issue 18: UCX's ud_verbs failed in MPI_Barrier with
+// ibv_post_recv ENOMEM): senders in several processes reach one UD QP at
+// once, and on the host link each runs its responder in its own process.
+// Each datagram must take a receive WQE of its own: none completes twice,
+// none lands torn, and none is lost, so the receive queue refills to
+// exactly its size at the end.
+TEST(UdSend, ConcurrentSendersEachTakeTheirOwnWqe) {
+  constexpr int kSenders = 3;
+  constexpr uint32_t kPerSender = 1500;
+  constexpr uint32_t kBytes = 64;
+  constexpr uint32_t kWqes = 512;
+  std::vector<ProcSpec> procs;
+  procs.push_back({"receiver", [&](Proc& p) {
+                     auto ep = Endpoint::open();
+                     ASSERT_NE(nullptr, ep);
+                     QpConfig c = ud_config();
+                     c.max_recv_wr = kWqes;
+                     TestQp* qp = ep->add_qp(c);
+                     ASSERT_NE(nullptr, qp);
+                     ASSERT_TRUE(qp->to_init() && qp->to_rtr(QpInfo{}) && qp->to_rts());
+                     ASSERT_EQ(kWqes, qp->cap().max_recv_wr) << "a ring of exactly the asked size";
+                     auto dst = Region::create(ep->pd.get(), kWqes * (kGrh + kBytes));
+                     ASSERT_NE(nullptr, dst);
+                     std::vector<bool> outstanding(kWqes, false);
+                     auto post = [&](uint64_t id) {
+                       std::memset(dst->data() + id * (kGrh + kBytes), 0, kGrh + kBytes);
+                       outstanding[id] = true;
+                       return post_recv(*qp, id, {dst->sge(id * (kGrh + kBytes), kGrh + kBytes)});
+                     };
+                     for (uint64_t id = 0; id < kWqes; ++id) ASSERT_TRUE(post(id));
+                     for (int r = 1; r <= kSenders; ++r) ASSERT_TRUE(p.link(r).send(qp->info()));
+                     uint64_t received = 0;
+                     int done = 0;
+                     std::vector<bool> finished(kSenders + 1, false);
+                     Deadline quiet_until(Millis(0));
+                     ibv_wc wc[16];
+                     for (const Deadline limit(scaled(Millis(60'000))); !limit.expired();) {
+                       const int n = ibv_poll_cq(qp->recv_cq(), 16, wc);
+                       ASSERT_GE(n, 0);
+                       for (int k = 0; k < n; ++k) {
+                         ASSERT_EQ(IBV_WC_SUCCESS, wc[k].status) << describe(wc[k]);
+                         ASSERT_LT(wc[k].wr_id, kWqes);
+                         ASSERT_TRUE(outstanding[wc[k].wr_id]) << "WQE " << wc[k].wr_id << " completed twice";
+                         outstanding[wc[k].wr_id] = false;
+                         ASSERT_EQ(kGrh + kBytes, wc[k].byte_len);
+                         const uint8_t* d = dst->data() + wc[k].wr_id * (kGrh + kBytes) + kGrh;
+                         uint32_t tag[2];
+                         std::memcpy(tag, d, sizeof tag);
+                         ASSERT_TRUE(expect_pattern(d + 8, kBytes - 8, uint64_t{tag[0]} << 32 | tag[1], "datagram body"))
+                             << "sender " << tag[0] << " #" << tag[1] << ": torn";
+                         ++received;
+                         ASSERT_TRUE(post(wc[k].wr_id));
+                       }
+                       if (done < kSenders) {
+                         for (int r = 1; r <= kSenders; ++r) {
+                           std::vector<uint8_t> frame;  // the sender's "done"
+                           if (!finished[r] && p.link(r).try_recv_frame(&frame, Deadline(Millis(0))) == 1) {
+                             finished[r] = true;
+                             ++done;
+                           }
+                         }
+                         if (done == kSenders) quiet_until = Deadline(scaled(Millis(300)));
+                       } else if (n == 0 && quiet_until.expired()) {
+                         break;
+                       }
+                     }
+                     ASSERT_EQ(kSenders, done) << "the senders did not finish";
+                     EXPECT_GT(received, 0u);
+                     for (uint64_t id = 0; id < kWqes; ++id)
+                       EXPECT_TRUE(outstanding[id]) << "WQE " << id << " neither completed nor still posted";
+                     // Every WQE is posted again: the ring holds exactly kWqes.
+                     ibv_recv_wr extra{};
+                     ibv_recv_wr* bad = nullptr;
+                     EXPECT_EQ(ENOMEM, ibv_post_recv(qp->get(), &extra, &bad)) << "the ring has a slot no WQE holds";
+                     note("%llu of %u datagrams received", static_cast<unsigned long long>(received),
+                          kSenders * kPerSender);
+                   }});
+  for (int r = 1; r <= kSenders; ++r) {
+    procs.push_back({"sender" + std::to_string(r), [&, r](Proc& p) {
+                       auto ep = Endpoint::open();
+                       ASSERT_NE(nullptr, ep);
+                       TestQp* qp = ep->add_qp(ud_config());
+                       ASSERT_NE(nullptr, qp);
+                       ASSERT_TRUE(qp->to_init() && qp->to_rtr(QpInfo{}) && qp->to_rts());
+                       QpInfo peer;
+                       ASSERT_TRUE(p.link(0).recv(&peer));
+                       AhPtr ah = make_ah(*ep, peer, false);
+                       ASSERT_NE(nullptr, ah);
+                       auto src = Region::create(ep->pd.get(), kBytes);
+                       ASSERT_NE(nullptr, src);
+                       for (uint32_t seq = 0; seq < kPerSender; ++seq) {
+                         const uint32_t tag[2] = {static_cast<uint32_t>(r), seq};
+                         std::memcpy(src->data(), tag, sizeof tag);
+                         fill_pattern(src->data() + 8, kBytes - 8, uint64_t{tag[0]} << 32 | tag[1]);
+                         Wr w = ud_send(seq, {src->sge(0, kBytes)}, ah.get(), peer.qpn, kQkey);
+                         ASSERT_TRUE(run_wr(*qp, w));
+                       }
+                       ASSERT_TRUE(p.link(0).signal("done"));
+                     }});
+  }
+  run_procs(std::move(procs));
+}
+
 TEST(UdSend, LongerThanMtuFailsAtTheSender) {
   run_solo("ud", [&](Proc&) {
     auto ep = Endpoint::open();

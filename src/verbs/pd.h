@@ -40,7 +40,6 @@ struct Pd {
   Context* ctx = nullptr;
   uint32_t id = 0;
   std::atomic<uint32_t> users{0};  // MRs, QPs, SRQs, AHs: dealloc_pd fails with EBUSY while > 0
-  bool imported = false;  // ibv_import_pd: dealloc forgets it here, and the handle everywhere
   // Parent domain only (constant after creation).
   Pd* protection = nullptr;  // the PD it was made from; null for a plain PD
   Td* td = nullptr;

@@ -60,7 +60,6 @@ SV_EXPORT ibv_pd* ibv_import_pd(ibv_context* ctx, uint32_t pd_handle) {
   pd->id = pd_handle;
   pd->ibv.context = ctx;
   pd->ibv.handle = pd_handle;
-  pd->imported = true;
   return &pd->ibv;
 }
 

@@ -47,6 +47,9 @@ class Link {
   // packet fabric may receive and handle what has arrived on that thread,
   // when no other thread is receiving. Whether it handled anything.
   virtual bool receive_now() { return false; }
+  // Whether receive_now can ever handle anything: only then do the CQs of
+  // this link's QPs call it when they find themselves empty.
+  virtual bool receives_on_poll() const { return false; }
 };
 
 }  // namespace softverbs::transport

@@ -127,6 +127,7 @@ Result<Cq*> Cq::create(Context* ctx, const ibv_cq_init_attr_ex& attr) {
   s.head.store(0);
   s.dead_since_ns = 0;
   s.slot_state.store(static_cast<uint32_t>(shm::SlotState::kLive), std::memory_order_release);
+  cq->note_ring();
 
   ibv_cq_ex& e = cq->ex_;
   e.context = ctx->ibv();
@@ -150,12 +151,16 @@ void note_recv_polled(shm::Segment& seg, const shm::Cqe& cqe) {
   if (slot < 0) return;
   shm::SharedQp& qp = seg.qp(static_cast<uint32_t>(slot));
   if (qp.srq == 0) {
-    if (qp.rq.ring != 0) shm::rq_note_polled(qp.rq, cqe.rq_index);  // not an XRC_RECV QP's (it has none)
+    if (qp.rq.ring == 0) return;  // an XRC_RECV QP's (it has none)
+    shm::rq_prefetch_landed(seg, qp.rq, cqe.rq_index);
+    shm::rq_note_polled(qp.rq, cqe.rq_index);
     return;
   }
   // A basic SRQ: its posts, like a QP's, then need not read the consumers' head.
   shm::SharedSrq& srq = seg.srq(qp.srq - 1);
-  if (srq.rq.ring != 0) shm::rq_note_polled_shared(srq.rq, cqe.rq_index);
+  if (srq.rq.ring == 0) return;
+  shm::rq_prefetch_landed(seg, srq.rq, cqe.rq_index);
+  shm::rq_note_polled_shared(srq.rq, cqe.rq_index);
 }
 
 }  // namespace
@@ -174,6 +179,12 @@ bool Cq::pop(shm::Cqe* out) {
   return true;
 }
 
+void Cq::note_ring() {
+  const shm::Segment& seg = ctx_->device().seg();
+  ring_.store(shm::cq_owned_slot(seg, *shared_, 0), std::memory_order_relaxed);
+  mask_.store(shared_->capacity - 1, std::memory_order_relaxed);
+}
+
 bool Cq::received_now() {
   transport::Link* f = receive_fabric_.load(std::memory_order_acquire);
   return f != nullptr && f->receive_now();
@@ -189,7 +200,7 @@ bool Cq::received_now() {
   return got;
 }
 
-int Cq::poll(int n, ibv_wc* wc) {
+int Cq::poll_locked(int n, ibv_wc* wc) {
   if (n < 0 || (n > 0 && wc == nullptr)) return -EINVAL;
   const int got = take(n, wc);
   if (got == 0 && n > 0) [[unlikely]]
@@ -229,6 +240,7 @@ Status Cq::resize(int cqe) {
   if (moved) {
     shared_->cqe = capacity - 1;
     ex_.cqe = static_cast<int>(capacity - 1);
+    note_ring();
   }
   if (!single_threaded_) poll_mu_.unlock();
   if (!moved) {

@@ -51,7 +51,14 @@ class Cq {
   uint32_t slot() const { return slot_; }
   shm::SharedCq& shared() { return *shared_; }
 
-  int poll(int n, ibv_wc* wc);
+  // ibv_poll_cq. Most polls of a polling loop find the CQ empty: they learn
+  // it from one line, without the poll lock and without a call; the time
+  // between two looks is how long a completion waits to be seen.
+  int poll(int n, ibv_wc* wc) {
+    if (n > 0 && wc != nullptr && !maybe_ready() && receive_fabric_.load(std::memory_order_relaxed) == nullptr)
+      return 0;
+    return poll_locked(n, wc);
+  }
   int arm(bool solicited_only);
   // ibv_resize_cq: grows the ring (shm::cq_move), keeping the entries it
   // holds in order; a smaller size keeps the ring. EAGAIN when a producer
@@ -90,6 +97,7 @@ class Cq {
   // empty lets a packet fabric receive (transport::Link::receive_now). Kept
   // for the CQ's life: a QP that leaves costs at most a few empty receives.
   void receive_through(transport::Link* f) {
+    if (!f->receives_on_poll()) return;  // the host link: completions land synchronously
     if (receive_fabric_.load(std::memory_order_relaxed) != f) receive_fabric_.store(f, std::memory_order_release);
   }
 
@@ -100,11 +108,21 @@ class Cq {
   Cq() = default;
   template <bool kStamped>
   bool pop(shm::Cqe* out);
+  int poll_locked(int n, ibv_wc* wc);
   int take(int n, ibv_wc* wc);  // up to n completions, under the poll lock
   // An empty CQ: take again if its packet fabric received something.
   [[gnu::noinline]] int take_after_receiving(int n, ibv_wc* wc);
   // An empty CQ: whether its packet fabric handled something just now.
   bool received_now();
+  // Whether the next entry looks published, read without the poll lock: a
+  // hint (a resize may be moving the ring), the locked pop decides.
+  bool maybe_ready() const {
+    const uint64_t head = shared_->head.load(std::memory_order_relaxed);
+    const shm::CqeSlot* slot =
+        ring_.load(std::memory_order_relaxed) + (head & mask_.load(std::memory_order_relaxed));
+    return slot->seq.load(std::memory_order_acquire) == head + 1;
+  }
+  void note_ring();  // the ring moved (creation, resize): what maybe_ready reads
 
   ibv_cq_ex ex_{};  // first: ibv_cq and ibv_cq_ex pointers are this object
   std::atomic<uint32_t> users_{0};
@@ -124,6 +142,8 @@ class Cq {
   // stamp out of slot order; an entry reports at least its predecessor's.
   uint64_t current_stamp_ = 0;
   std::atomic<transport::Link*> receive_fabric_{nullptr};
+  std::atomic<shm::CqeSlot*> ring_{nullptr};
+  std::atomic<uint32_t> mask_{0};
 };
 
 void to_wc(const shm::Cqe& cqe, ibv_wc* wc);

@@ -608,6 +608,9 @@ void Qp::prefetch_landing(const ibv_send_wr& wr) {
   } else if (opcode == IBV_WR_SEND || opcode == IBV_WR_SEND_WITH_IMM || opcode == IBV_WR_RDMA_WRITE_WITH_IMM) {
     if (const uintptr_t cqe = side_.hints.recv_cqe.load(std::memory_order_relaxed))
       shm::prefetch_for_write(reinterpret_cast<const void*>(cqe));
+    if (opcode != IBV_WR_RDMA_WRITE_WITH_IMM)
+      if (const uintptr_t buf = side_.hints.recv_buf.load(std::memory_order_relaxed))
+        shm::prefetch_for_write(reinterpret_cast<const void*>(buf));
   }
 }
 
@@ -624,10 +627,13 @@ int Qp::post_send(ibv_send_wr* wr, ibv_send_wr** bad) {
     uint64_t length = 0;
     rc = check_wr(*wr, &length);
     if (rc != 0) break;
-    // A lone WRITE on an idle queue may be placed first, bookkeeping after:
-    // a peer polling its buffer for the data then does not wait for the rest.
-    const uint32_t placed = wr->opcode == IBV_WR_RDMA_WRITE && wr->next == nullptr &&
-                                    side_.sq.done == side_.sq.posted && side_.conn.link != nullptr
+    // A lone WRITE or SEND on an idle queue may be carried out first,
+    // bookkeeping after: a peer polling for its data or its receive
+    // completion then does not wait for the rest.
+    const uint32_t placed = (wr->opcode == IBV_WR_RDMA_WRITE || wr->opcode == IBV_WR_SEND ||
+                             wr->opcode == IBV_WR_SEND_WITH_IMM) &&
+                                    wr->next == nullptr && side_.sq.done == side_.sq.posted &&
+                                    side_.conn.link != nullptr
                                 ? side_.conn.link->place_at_post(side_, *wr, length)
                                 : 0;
     enqueue(*wr, length, placed);

@@ -105,6 +105,41 @@ void note_next_recv_cqe(transport::SendSide& s, const shm::Segment& seg, uint32_
   s.hints.recv_cqe.store(reinterpret_cast<uintptr_t>(next), std::memory_order_relaxed);
 }
 
+// Where the target QP's next receive buffer starts, as reachable here
+// (SendSide::hints.recv_buf): the line the next SEND's payload lands in,
+// which the target last read. Not published yet, or not mappable: none.
+// The mapping is looked up again only for a new L_Key: a region's mapping
+// here stays where it is while its registration lives.
+void note_next_recv_buf(transport::SendSide& s, shm::Segment& seg, uint32_t slot, const Target& target,
+                        PeerMemory& peer) {
+  const shm::SharedQp& qp = seg.qp(slot);
+  const shm::RecvQueue& rq = qp.srq != 0 && qp.srq <= shm::kMaxSrqs ? seg.srq(qp.srq - 1).rq : qp.rq;
+  uintptr_t hint = 0;
+  if (rq.ring != 0) {
+    const uint64_t head = rq.head.load(std::memory_order_relaxed);
+    const shm::RecvWqe* w = shm::rq_slot(seg, rq, head);
+    if (__atomic_load_n(&w->seq, __ATOMIC_ACQUIRE) == head + 1 && __atomic_load_n(&w->num_sge, __ATOMIC_RELAXED) != 0) {
+      const uint64_t va = __atomic_load_n(&w->sge[0].addr, __ATOMIC_RELAXED);
+      const uint32_t lkey = __atomic_load_n(&w->sge[0].lkey, __ATOMIC_RELAXED);
+      transport::LandingHints& h = s.hints;
+      if (target.local) {
+        hint = static_cast<uintptr_t>(va);
+      } else if (lkey == h.recv_lkey && h.recv_owner == target.owner) {
+        hint = static_cast<uintptr_t>(va + static_cast<uint64_t>(h.recv_delta));
+      } else if (const shm::SharedMr& mr = seg.mr(transport::mr_slot_of_key(lkey));
+                 !transport::is_window_key(lkey) && mr.lkey == lkey && mr.owner == target.owner) {
+        if (const char* p = peer.direct(mr, va, 1)) {
+          hint = reinterpret_cast<uintptr_t>(p);
+          h.recv_lkey = lkey;
+          h.recv_owner = target.owner;
+          h.recv_delta = reinterpret_cast<intptr_t>(p) - static_cast<intptr_t>(va);
+        }
+      }
+    }
+  }
+  s.hints.recv_buf.store(hint, std::memory_order_relaxed);
+}
+
 // For `softverbs status`: the slowest path our requests needed.
 void note_path(transport::SendSide& s, const PeerMemory& mem) {
   if (mem.used() == Path::kLocal) return;  // it moved no bytes: nothing learnt
@@ -174,22 +209,25 @@ bool multicast_key(const ibv_ah_attr& ah, uint32_t dest_qpn, McastKey* key) {
 
 namespace {
 
-// A WRITE carried out at post (place_at_post), as the token its WQE keeps:
-// the target QP and the responder's answer, for transmit to report.
+// A WRITE or SEND carried out at post (place_at_post), as the token its WQE
+// keeps: the target QP and the responder's answer, for transmit to report.
 struct PlacedAnswer {
   uint32_t slot;
   transport::Response::Kind kind;
   wire::NakCode nak;
+  uint8_t rnr_timer;  // a SEND that found no receive WQE
 
   static_assert(shm::kQpSlotBits <= 16);
   uint32_t token() const {
-    return 1u << 31 | static_cast<uint32_t>(nak) << 24 | static_cast<uint32_t>(kind) << 16 | slot;
+    return 1u << 31 | static_cast<uint32_t>(nak) << 24 | static_cast<uint32_t>(rnr_timer & 0x1f) << 19 |
+           static_cast<uint32_t>(kind) << 16 | slot;
   }
   static PlacedAnswer of(uint32_t token) {
-    return {token & 0xffff, static_cast<transport::Response::Kind>((token >> 16) & 0xff),
-            static_cast<wire::NakCode>((token >> 24) & 0x7f)};
+    return {token & 0xffff, static_cast<transport::Response::Kind>((token >> 16) & 0x7),
+            static_cast<wire::NakCode>((token >> 24) & 0x7f), static_cast<uint8_t>((token >> 19) & 0x1f)};
   }
 };
+static_assert(static_cast<uint32_t>(transport::Response::Kind::kDrop) < 8);
 
 // The responder's answer, as the completer's events: what the ACKNOWLEDGE,
 // READ response or ATOMIC ACKNOWLEDGE packets would have said on a wire.
@@ -243,7 +281,8 @@ ibv_wc_status HostFabric::transmit(transport::SendSide& s, transport::SendWqe& w
     transport::Response resp;
     resp.kind = placed.kind;
     resp.nak = placed.nak;
-    if (s.qp.qp_type == IBV_QPT_RC) report(s, w, ReqKind::kWrite, resp, seg.qp(placed.slot).resp.epsn);
+    resp.rnr_timer = placed.rnr_timer;
+    if (s.qp.qp_type == IBV_QPT_RC) report(s, w, op->kind, resp, seg.qp(placed.slot).resp.epsn);
     return IBV_WC_SUCCESS;
   }
   McastKey mcast;
@@ -348,6 +387,7 @@ ibv_wc_status HostFabric::transmit(transport::SendSide& s, transport::SendWqe& w
     }
   } else if (answered && (op->kind == ReqKind::kSend || op->has_imm) && !ud && !xrc) {  // a receive completion
     note_next_recv_cqe(s, seg, target.slot);
+    if (op->kind == ReqKind::kSend) note_next_recv_buf(s, seg, target.slot, target, peer_mem);
   }
   if (!target.local) note_path(s, peer_mem);
   // UC and UD answer nothing: the requester completes them once sent.
@@ -357,45 +397,66 @@ ibv_wc_status HostFabric::transmit(transport::SendSide& s, transport::SendWqe& w
 
 uint32_t HostFabric::place_at_post(transport::SendSide& s, const ibv_send_wr& wr, uint64_t length) {
   // Only the plain case, without faults; everything else is left to transmit.
-  if (wr.num_sge != 1 || length == 0 || length > shm::kMaxMsgSize ||
+  // The caller offers RDMA WRITE, SEND and SEND with immediate.
+  constexpr int kMaxInlineSges = 4;
+  const bool is_inline = (wr.send_flags & IBV_SEND_INLINE) != 0;
+  if ((is_inline ? wr.num_sge > kMaxInlineSges : wr.num_sge != 1) || length == 0 || length > shm::kMaxMsgSize ||
       (s.qp.qp_type != IBV_QPT_RC && s.qp.qp_type != IBV_QPT_UC) || faults().active())
     return 0;
   if (s.qp.shared->state.load(std::memory_order_acquire) != IBV_QPS_RTS || s.completer.rnr_wait) return 0;
   shm::Segment& seg = *s.qp.seg;
   Target target;
   if (route(seg, s, s.conn.ah, s.conn.dest_qpn, &target) != nullptr) return 0;
-  const ibv_sge& sge = wr.sg_list[0];
-  iovec iov{reinterpret_cast<void*>(sge.addr), length};
-  if ((wr.send_flags & IBV_SEND_INLINE) == 0) {
+  iovec iov[kMaxInlineSges];
+  uint32_t count = 0;
+  if (is_inline) {
+    for (int i = 0; i < wr.num_sge; ++i)
+      iov[count++] = {reinterpret_cast<void*>(wr.sg_list[i].addr), wr.sg_list[i].length};
+  } else {
+    const ibv_sge& sge = wr.sg_list[0];
     MrRef source;
     if (transport::check_key(seg, sge.lkey, false, s.qp.self, s.qp.pd_id, 0, sge.addr, length, 0, &source) !=
         KeyCheck::kOk)
       return 0;  // transmit fails it with the local error
     if (transport::on_demand(*source.mr)) return 0;  // transmit faults its pages in
-    iov.iov_base = reinterpret_cast<void*>(source.va);
+    iov[count++] = {reinterpret_cast<void*>(source.va), length};
   }
   // The request the requester sends next, carried out now: the responder
-  // checks and places the payload (the one thing the peer waits for) ahead
-  // of the queueing; transmit later only reports the answer.
+  // checks and places the payload (and a SEND's receive completion: the
+  // things the peer waits for) ahead of the queueing; transmit later only
+  // reports the answer.
+  const bool send = wr.opcode != IBV_WR_RDMA_WRITE;
   transport::Request req;
-  req.kind = ReqKind::kWrite;
+  req.kind = send ? ReqKind::kSend : ReqKind::kWrite;
   req.psn = s.requester.next_psn;
   req.packets = transport::message_packets(length, s.conn.mtu);
   req.dest_qpn = s.conn.dest_qpn;
   req.src_qpn = s.qp.qpn;
   req.slid = seg.header().lid;
-  req.va = wr.wr.rdma.remote_addr;
-  req.rkey = wr.wr.rdma.rkey;
   req.dma_length = static_cast<uint32_t>(length);
-  req.payload = {&iov, 1, length};
+  req.payload = {iov, count, length};
+  if (send) {
+    req.has_imm = wr.opcode == IBV_WR_SEND_WITH_IMM;
+    req.imm = req.has_imm ? wr.imm_data : 0;
+    req.solicited = (wr.send_flags & IBV_SEND_SOLICITED) != 0;
+  } else {
+    req.va = wr.wr.rdma.remote_addr;
+    req.rkey = wr.wr.rdma.rkey;
+  }
   transport::LocalMemory local_mem;
   PeerMemory peer_mem(seg, target.owner);
   transport::TargetMemory& mem = target.local ? static_cast<transport::TargetMemory&>(local_mem) : peer_mem;
   const transport::Response resp = transport::respond(seg, target.slot, req, mem, *s.qp.notifier);
   if (!target.local) note_path(s, peer_mem);
-  // The hint is looked up again only for a new R_Key: a region's mapping
-  // here stays where it is while its registration lives.
-  if (resp.kind == transport::Response::Kind::kAck && req.rkey != s.hints.write_rkey.load(std::memory_order_relaxed)) {
+  if (send) {
+    if (resp.kind == transport::Response::Kind::kAck) {
+      note_next_recv_cqe(s, seg, target.slot);
+      note_next_recv_buf(s, seg, target.slot, target, peer_mem);
+    }
+  } else if (resp.kind == transport::Response::Kind::kAck &&
+             req.rkey != s.hints.write_rkey.load(std::memory_order_relaxed)) {
+    // The hint is looked up again only for a new R_Key: a region's mapping
+    // here stays where it is while its registration lives.
     const char* landed =
         target.local ? reinterpret_cast<const char*>(resp.data_va)
         : peer_mem.used() == Path::kMap
@@ -407,7 +468,7 @@ uint32_t HostFabric::place_at_post(transport::SendSide& s, const ibv_send_wr& wr
                                 std::memory_order_relaxed);
     }
   }
-  return PlacedAnswer{target.slot, resp.kind, resp.nak}.token();
+  return PlacedAnswer{target.slot, resp.kind, resp.nak, resp.rnr_timer}.token();
 }
 
 }  // namespace softverbs::fabric::host

@@ -33,6 +33,12 @@ constexpr shm::OwnerId kOwner{5, 1};
 constexpr uint32_t kLkey = hand_built::lkey_of(kMrSlot);
 constexpr uint32_t kRkey = hand_built::rkey_of(kMrSlot);
 
+// Remembers the deadline the completer asked for (an RNR wait).
+struct RecordingTimers final : transport::TimerService {
+  void arm(transport::SendSide&, uint64_t deadline_ns) override { armed_at = deadline_ns; }
+  uint64_t armed_at = 0;
+};
+
 class HostFabricHintTest : public ::testing::Test {
  protected:
   void SetUp() override {
@@ -59,6 +65,7 @@ class HostFabricHintTest : public ::testing::Test {
     side_.qp.send_cq = kCqSlot;
     side_.qp.max_sge = 1;
     side_.qp.notifier = &notifier_;
+    side_.qp.timers = &timers_;
     side_.qp.self = kOwner;
     side_.conn.link = &host_fabric();
     side_.conn.dest_qpn = kTargetQpn;
@@ -77,6 +84,7 @@ class HostFabricHintTest : public ::testing::Test {
   std::unique_ptr<shm::Segment> seg_;
   std::vector<uint8_t> mem_;
   hand_built::QuietNotifier notifier_;
+  RecordingTimers timers_;
   transport::SendSide side_;
 };
 
@@ -109,9 +117,10 @@ TEST_F(HostFabricHintTest, PlacedWriteLeavesTheAddressItLandedAt) {
 }
 
 TEST_F(HostFabricHintTest, SendLeavesTheSlotOfTheTargetsNextReceiveCompletion) {
-  shm::Sge recv{va(512), 64, kLkey};
-  ASSERT_TRUE(shm::rq_post(*seg_, seg_->qp(kTargetSlot).rq, 1, &recv, 1));
-  ASSERT_TRUE(shm::rq_post(*seg_, seg_->qp(kTargetSlot).rq, 2, &recv, 1));
+  for (uint64_t k = 0; k < 2; ++k) {
+    const shm::Sge recv{va(512 + 128 * k), 64, kLkey};
+    ASSERT_TRUE(shm::rq_post(*seg_, seg_->qp(kTargetSlot).rq, k + 1, &recv, 1));
+  }
   ASSERT_TRUE(side_.sq.init(4, 1, 0));
 
   for (uint32_t k = 0; k < 2; ++k) {
@@ -133,7 +142,57 @@ TEST_F(HostFabricHintTest, SendLeavesTheSlotOfTheTargetsNextReceiveCompletion) {
     const shm::SharedCq& cq = seg_->cq(kCqSlot);
     EXPECT_EQ(cq.tail.load(), k + 1);
     EXPECT_EQ(side_.hints.recv_cqe.load(), reinterpret_cast<uintptr_t>(shm::cq_slot(*seg_, cq, k + 1)));
+    // And the buffer of the next receive (the same process: its own address),
+    // none once no receive is left.
+    EXPECT_EQ(side_.hints.recv_buf.load(), k == 0 ? va(640) : 0u);
   }
+}
+
+TEST_F(HostFabricHintTest, PlacedSendCompletesTheReceiveBeforeItIsQueued) {
+  const shm::Sge recv{va(512), 64, kLkey};
+  ASSERT_TRUE(shm::rq_post(*seg_, seg_->qp(kTargetSlot).rq, 41, &recv, 1));
+  // Inline, in two pieces, as UCX posts its active messages.
+  char header[] = "head:";
+  char body[] = "body";
+  ibv_sge pieces[2] = {{reinterpret_cast<uint64_t>(header), 5, 0}, {reinterpret_cast<uint64_t>(body), 4, 0}};
+  ibv_send_wr wr{};
+  wr.opcode = IBV_WR_SEND;
+  wr.send_flags = IBV_SEND_INLINE;
+  wr.sg_list = pieces;
+  wr.num_sge = 2;
+  ASSERT_NE(host_fabric().place_at_post(side_, wr, 9), 0u);
+  EXPECT_EQ(std::memcmp(mem_.data() + 512, "head:body", 9), 0);
+  shm::SharedCq& cq = seg_->cq(kCqSlot);
+  shm::Cqe cqe;
+  ASSERT_TRUE(shm::cq_pop(*seg_, cq, &cqe));
+  EXPECT_EQ(cqe.wr_id, 41u);
+  EXPECT_EQ(cqe.byte_len, 9u);
+  EXPECT_EQ(seg_->qp(kTargetSlot).resp.epsn, kPsn + 1);
+
+  // No receive left: the responder answers RNR, nothing is consumed, and
+  // the WQE's transmit reports that answer to the completer.
+  side_.requester.next_psn = kPsn + 1;
+  const uint32_t token = host_fabric().place_at_post(side_, wr, 9);
+  ASSERT_NE(token, 0u);
+  EXPECT_FALSE(shm::cq_pop(*seg_, cq, &cqe));
+  EXPECT_EQ(seg_->qp(kTargetSlot).resp.epsn, kPsn + 1);
+  ASSERT_TRUE(side_.sq.init(4, 1, 16));
+  transport::SendWqe& w = side_.sq.at(0);
+  std::memset(static_cast<void*>(&w), 0, sizeof w);
+  w.opcode = IBV_WR_SEND;
+  w.send_flags = IBV_SEND_INLINE | IBV_SEND_SIGNALED;
+  w.length = 9;
+  w.psn = kPsn + 1;
+  w.packets = 1;
+  w.placed = token;
+  side_.sq.posted = side_.sq.next = 1;
+  side_.conn.rnr_retry = 7;  // IBA 9.7.5.2.8: retry for ever
+  iovec iov{nullptr, 0};
+  const transport::IoList local{&iov, 0, 9};
+  ASSERT_EQ(host_fabric().transmit(side_, w, local, w.psn), IBV_WC_SUCCESS);
+  EXPECT_TRUE(side_.completer.rnr_wait);
+  EXPECT_NE(timers_.armed_at, 0u);
+  EXPECT_EQ(side_.sq.done, 0u);
 }
 
 }  // namespace

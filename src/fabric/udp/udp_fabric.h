@@ -51,6 +51,7 @@ class UdpFabric final : public transport::Link {
                          uint32_t from_psn) override;
   bool can_transmit(const transport::SendSide& side, const transport::SendWqe& wqe) override;
   bool receive_now() override;
+  bool receives_on_poll() const override { return true; }
   // Returns once no datagram that was being handled when it was called is
   // still being handled (fabric::quiesce_local_access).
   void quiesce();

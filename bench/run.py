@@ -689,16 +689,21 @@ def section_ucx_host():
     if not have("ucx_perftest"):
         skip("UCX", "ucx_perftest is not installed (Debian package ucx-utils)")
         return
-    measure_ucx("ucx.posix", "posix", "ucx", "posix", ucx_suite())
+    sv_rc = (ARGS.lib / "libibverbs.so.1").exists()
+    def rc_verbs(tests):
+        # UCX's RC transport on our device (ud_verbs wires it up), each test
+        # right after the posix one it is compared with: the machine's speed
+        # drifts within a round.
+        if sv_rc:
+            measure_ucx("ucx.sv_rc", "rc_verbs on softverbs0", "ucx", "rc_verbs,ud_verbs", tests, softverbs=True)
+    measure_ucx("ucx.posix", "posix", "ucx", "posix", ucx_suite(small=False, sizes=()))
+    rc_verbs([("tag_lat.8", "tag_lat", 8, 2000 if ARGS.quick else 20000, (0,))])
+    measure_ucx("ucx.posix", "posix", "ucx", "posix", ucx_suite(lat=False))
+    rc_verbs([("tag_bw.%d" % MIB, "tag_bw", MIB, bw_iters(MIB), (1,))])
     measure_ucx("ucx.sysv", "sysv", "ucx", "sysv", ucx_suite())
     # cma moves data only (no active messages): UCX needs posix beside it for the wire-up.
     measure_ucx("ucx.cma", "cma (+posix)", "ucx", "cma,posix", ucx_suite(lat=False, small=False))
     measure_ucx("ucx.tcp", "tcp", "ucx", "tcp", ucx_suite())
-    if (ARGS.lib / "libibverbs.so.1").exists():
-        # UCX's RC transport on our device (ud_verbs wires it up).
-        measure_ucx("ucx.sv_rc", "rc_verbs on softverbs0", "ucx", "rc_verbs,ud_verbs",
-                    [("tag_lat.8", "tag_lat", 8, 2000 if ARGS.quick else 20000, (0,)),
-                     ("tag_bw.%d" % MIB, "tag_bw", MIB, bw_iters(MIB), (1,))], softverbs=True)
 
 
 MPI_PINGPONG_RE = r"^size (\d+) iters \d+ median_us (\S+)"

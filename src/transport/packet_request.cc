@@ -16,6 +16,7 @@ ReqKind kind_of(const wire::OpcodeInfo& info) {
   if (info.any(OpFlag::kSend)) return ReqKind::kSend;
   if (info.any(OpFlag::kWrite)) return ReqKind::kWrite;
   if (info.any(OpFlag::kRead)) return ReqKind::kRead;
+  if (info.any(OpFlag::kAtomicWrite)) return ReqKind::kAtomicWrite;
   return info.any(OpFlag::kCompare) ? ReqKind::kCmpSwap : ReqKind::kFetchAdd;
 }
 

@@ -13,7 +13,10 @@
 
 namespace softverbs::transport {
 
-enum class ReqKind : uint8_t { kSend, kWrite, kRead, kCmpSwap, kFetchAdd };
+// kAtomicWrite (IBA 1.5 ATOMIC WRITE): a WRITE ONLY's RETH and eight bytes,
+// placed as one 64-bit store; like a READ or an atomic it takes a responder
+// resource, and a READ response answers it.
+enum class ReqKind : uint8_t { kSend, kWrite, kRead, kCmpSwap, kFetchAdd, kAtomicWrite };
 
 struct Request {
   ReqKind kind = ReqKind::kSend;
@@ -27,7 +30,7 @@ struct Request {
   uint16_t slid = 0;
   uint64_t va = 0;          // RETH / AtomicETH
   uint32_t rkey = 0;
-  uint32_t dma_length = 0;  // RETH: length of the whole WRITE or READ
+  uint32_t dma_length = 0;  // RETH: length of the whole WRITE or READ (ATOMIC WRITE: 8)
   uint64_t compare_add = 0; // AtomicETH
   uint64_t swap = 0;
   uint32_t imm = 0;         // network byte order

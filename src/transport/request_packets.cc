@@ -20,6 +20,7 @@ uint32_t operation_flags(ReqKind kind) {
     case ReqKind::kRead: return F::kRead;
     case ReqKind::kCmpSwap: return F::kAtomic | F::kCompare;
     case ReqKind::kFetchAdd: return F::kAtomic;
+    case ReqKind::kAtomicWrite: return F::kAtomicWrite;
   }
   return 0;
 }
@@ -74,6 +75,7 @@ RequestPackets::RequestPackets(const SendSide& s, const SendWqe& w, const IoList
       return;
     case ReqKind::kSend:
     case ReqKind::kWrite:
+    case ReqKind::kAtomicWrite:  // a WRITE ONLY's RETH and its eight bytes
       break;
   }
   if (s.qp.qp_type == IBV_QPT_UD) {

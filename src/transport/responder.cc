@@ -71,6 +71,7 @@ class Responder {
   Response on_write();
   Response on_read();
   Response on_atomic();
+  Response on_atomic_write();
   Response on_duplicate();
   void advance(uint32_t packets) { st_.epsn = (req_.psn + packets) & kPsnMask; }
   KeyCheck check_rkey(uint64_t length, uint32_t access, MrRef* out) {
@@ -392,8 +393,36 @@ Response Responder::on_atomic() {
   return r;
 }
 
+// IBA 1.5 ATOMIC WRITE, checked as Linux's rxe checks it: the QP must allow
+// remote writes, the R_Key grant REMOTE_WRITE over the eight bytes and the
+// target be 8-byte aligned. The bytes land as one 64-bit store, after
+// everything placed before it, so a peer never sees them torn. It takes a
+// responder resource: its PSN goes in the replay ring, so that a duplicate
+// is answered again without storing again over whatever came after.
+Response Responder::on_atomic_write() {
+  if (!reliable_qp(qp_.qp_type) || !grants(qp_, IBV_ACCESS_REMOTE_WRITE)) return fail(RespError::kUnsupported);
+  if (req_.dma_length != 8 || req_.payload.bytes != 8) return fail(RespError::kLengthMismatch);
+  MrRef ref;
+  if (check_rkey(8, IBV_ACCESS_REMOTE_WRITE, &ref) != KeyCheck::kOk) return fail(RespError::kRkey);
+  if ((req_.va | ref.va) % 8 != 0) return fail(RespError::kMisaligned);
+  uint64_t value = 0;
+  IoCursor c(req_.payload);
+  gather_into(&value, c, 8);
+  uint64_t unused = 0;
+  if (!mem_.atomic(*ref.mr, ref.va, AtomicOp::kStore, 0, value, &unused).is_ok())
+    return fail(on_demand(*ref.mr) ? RespError::kPageFault : RespError::kTargetMemory);
+  shm::AtomicReplay& slot = st_.atomics[st_.atomic_next++ % shm::kMaxRdAtomic];
+  slot.psn = req_.psn;
+  slot.original = 0;
+  slot.valid = 1;
+  advance(req_.packets);
+  st_.msn = (st_.msn + 1) & kPsnMask;
+  shm::add_single_writer(qp_.counters.received_messages, 1);
+  return ack();
+}
+
 // IBA 9.7.5.1.5: duplicates are answered, never executed twice. READs are
-// answered again from memory; atomics from the replay ring.
+// answered again from memory; atomics and ATOMIC WRITEs from the replay ring.
 Response Responder::on_duplicate() {
   shm::add_single_writer(qp_.counters.duplicate_requests, 1);
   Response r;
@@ -408,7 +437,8 @@ Response Responder::on_duplicate() {
     }
     r.data_mr = ref.mr;
     r.data_va = ref.va;
-  } else if (req_.kind == ReqKind::kCmpSwap || req_.kind == ReqKind::kFetchAdd) {
+  } else if (req_.kind == ReqKind::kCmpSwap || req_.kind == ReqKind::kFetchAdd ||
+             req_.kind == ReqKind::kAtomicWrite) {
     r.kind = Response::Kind::kDrop;  // C9-… : unknown PSN: drop, let the requester time out
     for (const shm::AtomicReplay& a : st_.atomics)
       if (a.valid && a.psn == req_.psn) {
@@ -482,6 +512,7 @@ Response Responder::run() {
     case ReqKind::kRead: return on_read();
     case ReqKind::kCmpSwap:
     case ReqKind::kFetchAdd: return on_atomic();
+    case ReqKind::kAtomicWrite: return on_atomic_write();
   }
   return fail(RespError::kUnsupported);
 }

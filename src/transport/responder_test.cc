@@ -286,6 +286,76 @@ TEST_F(ResponderTest, MisalignedAtomicIsInvalidRequest) {
   EXPECT_EQ(respond(*seg_, kQpSlot, r, local_, notifier_).nak, NakCode::kInvalidRequest);
 }
 
+// IBA 1.5 ATOMIC WRITE: stored once; a duplicate is answered from the
+// responder resources, not stored again over what came after it.
+TEST_F(ResponderTest, AtomicWriteStoresOnceAndReplaysDuplicates) {
+  uint64_t* word = reinterpret_cast<uint64_t*>(mem_.data() + 128);
+  *word = 1;
+  Request r = base(ReqKind::kAtomicWrite, 100);
+  r.va = va(128);
+  r.rkey = rkey();
+  const std::string value("\x11\x22\x33\x44\x55\x66\x77\x88", 8);
+  Response first = send(r, value);
+  EXPECT_EQ(first.kind, Response::Kind::kAck);
+  EXPECT_EQ(first.msn, 1u);
+  EXPECT_EQ(std::memcmp(word, value.data(), 8), 0);
+  EXPECT_EQ(seg_->qp(kQpSlot).resp.epsn, 101u);
+  *word = 42;  // a later store by someone else
+  Response dup = send(r, value);
+  EXPECT_EQ(dup.kind, Response::Kind::kDuplicate);
+  EXPECT_EQ(*word, 42u) << "the duplicate stored again";
+  // A PSN the resources no longer hold is dropped: the requester times out.
+  for (uint32_t psn = 101; psn < 101 + shm::kMaxRdAtomic; ++psn) {
+    Request next = base(ReqKind::kFetchAdd, psn);
+    next.va = va(256);
+    next.rkey = rkey();
+    EXPECT_EQ(respond(*seg_, kQpSlot, next, local_, notifier_).kind, Response::Kind::kAck);
+  }
+  EXPECT_EQ(send(r, value).kind, Response::Kind::kDrop);
+  EXPECT_EQ(*word, 42u);
+}
+
+// rxe's checks, in its order: the QP's REMOTE_WRITE, eight bytes, the R_Key
+// with REMOTE_WRITE over them, then 8-byte alignment.
+TEST_F(ResponderTest, AtomicWriteChecks) {
+  add_mr(4, mem_.data() + 1024, 64, IBV_ACCESS_REMOTE_READ);
+  struct Case {
+    const char* what;
+    uint64_t va;
+    uint32_t rkey;
+    size_t length;
+    NakCode nak;
+  };
+  const Case cases[] = {
+      {"bad R_Key", va(64), rkey() ^ 0x100000, 8, NakCode::kRemoteAccessError},
+      {"MR without REMOTE_WRITE", va(1024), hand_built::rkey_of(4), 8, NakCode::kRemoteAccessError},
+      {"past the MR's end", va(4092), rkey(), 8, NakCode::kRemoteAccessError},
+      {"unaligned", va(68), rkey(), 8, NakCode::kInvalidRequest},
+      {"four bytes", va(64), rkey(), 4, NakCode::kInvalidRequest},
+  };
+  for (const Case& c : cases) {
+    SCOPED_TRACE(c.what);
+    hand_built::make_qp(*seg_, kQpSlot, {
+        .qpn = kQpn, .owner = kOwner, .pd = kPd, .dest_qpn = kPeerQpn,
+        .access = IBV_ACCESS_REMOTE_WRITE, .recv_cq = kCqSlot, .epsn = 100});
+    Request r = base(ReqKind::kAtomicWrite, 100);
+    r.va = c.va;
+    r.rkey = c.rkey;
+    const Response resp = send(r, std::string(c.length, '\x5a'));
+    EXPECT_EQ(resp.kind, Response::Kind::kNak);
+    EXPECT_EQ(resp.nak, c.nak);
+    EXPECT_EQ(qp_state(), IBV_QPS_ERR);
+  }
+  hand_built::make_qp(*seg_, kQpSlot, {
+      .qpn = kQpn, .owner = kOwner, .pd = kPd, .dest_qpn = kPeerQpn,
+      .access = IBV_ACCESS_REMOTE_READ | IBV_ACCESS_REMOTE_ATOMIC, .recv_cq = kCqSlot, .epsn = 100});
+  Request r = base(ReqKind::kAtomicWrite, 100);
+  r.va = va(64);
+  r.rkey = rkey();
+  EXPECT_EQ(send(r, std::string(8, '\x5a')).nak, NakCode::kInvalidRequest) << "QP without REMOTE_WRITE";
+  for (size_t i = 0; i < mem_.size(); ++i) ASSERT_EQ(mem_[i], 0) << "byte " << i << " was written";
+}
+
 TEST_F(ResponderTest, DuplicateSendIsAcknowledgedNotExecuted) {
   post_recv(1, 0, 16);
   post_recv(2, 16, 16);

@@ -70,6 +70,8 @@ constexpr OperationDesc kOperations[] = {
      kReq | kPay | F::kSend | F::kLast | F::kInvalidate | F::kCompletes, kIeth, kReliable},
     {0x17, "SEND_ONLY_WITH_INVALIDATE",
      kReq | kPay | F::kSend | F::kOnly | F::kInvalidate | F::kCompletes, kIeth, kReliable},
+    // IBA 1.5 defines it for RC only (as Linux's ib_pack.h does).
+    {0x1d, "ATOMIC_WRITE", kReq | kPay | F::kAtomicWrite | F::kOnly, kReth, T::kRc},
 };
 
 struct TransportDesc {
@@ -182,6 +184,8 @@ static_assert(at(Opcode::kRcAtomicAcknowledge).offset_of(Header::kAtomicAckEth) 
 static_assert(len(Opcode::kRcCompareSwap) == 12 + 28);
 static_assert(len(Opcode::kRcFetchAdd) == 12 + 28);
 static_assert(len(Opcode::kUcRdmaWriteOnly) == 12 + 16);
+static_assert(len(Opcode::kRcAtomicWrite) == 12 + 16 && at(Opcode::kRcAtomicWrite).is(F::kAckRequired));
+static_assert(!at(static_cast<Opcode>(0xbd)).valid());  // no XRC ATOMIC WRITE
 static_assert(len(Opcode::kUdSendOnly) == 12 + 8);
 static_assert(len(Opcode::kUdSendOnlyWithImmediate) == 12 + 8 + 4);
 static_assert(at(Opcode::kUdSendOnlyWithImmediate).offset_of(Header::kImmDt) == 20);

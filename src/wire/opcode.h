@@ -47,6 +47,7 @@ enum class Opcode : uint8_t {
   kRcFetchAdd = 0x14,
   kRcSendLastWithInvalidate = 0x16,
   kRcSendOnlyWithInvalidate = 0x17,
+  kRcAtomicWrite = 0x1d,  // IBA 1.5: eight bytes stored as one
 
   // Unreliable Connection: sends and writes only.
   kUcSendFirst = 0x20,
@@ -136,10 +137,14 @@ struct OpFlag {
   static constexpr uint32_t kCompletes = 1u << 15;   // last packet of a message that
                                                      // completes a receive WQE
   static constexpr uint32_t kCompare = 1u << 16;     // the atomic compares (COMPARE_SWAP)
+  // ATOMIC WRITE: a RETH and eight bytes of payload, like a WRITE ONLY, but
+  // answered like a READ and never torn; a flag of its own so that nothing
+  // that handles kWrite takes it for one.
+  static constexpr uint32_t kAtomicWrite = 1u << 17;
   // The bits that tell the opcodes of one transport apart: what a packet is
   // and where it sits in its message (find_opcode's key).
   static constexpr uint32_t kShape = kRequest | kResponse | kSend | kWrite | kRead | kAtomic | kAck | kFirst |
-                                     kMiddle | kLast | kImmediate | kInvalidate | kCompare;
+                                     kMiddle | kLast | kImmediate | kInvalidate | kCompare | kAtomicWrite;
 };
 
 // QP types allowed to send an opcode (its transport prefix decides it).

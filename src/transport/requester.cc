@@ -15,8 +15,8 @@ namespace {
 
 // PSNs a message consumes: one per MTU-sized packet, at least one (IBA 9.7.1).
 uint32_t packets_of(const SendWqe& w, const WrOpcodeInfo& op, uint32_t mtu) {
-  static_assert(ReqKind::kAtomicWrite > ReqKind::kFetchAdd && ReqKind::kFetchAdd > ReqKind::kCmpSwap &&
-                ReqKind::kCmpSwap > ReqKind::kRead);
+  static_assert(ReqKind::kFlush > ReqKind::kAtomicWrite && ReqKind::kAtomicWrite > ReqKind::kFetchAdd &&
+                ReqKind::kFetchAdd > ReqKind::kCmpSwap && ReqKind::kCmpSwap > ReqKind::kRead);
   if (op.kind >= ReqKind::kCmpSwap) return 1;  // an atomic or ATOMIC WRITE
   return message_packets(w.length, mtu);
 }

@@ -14,6 +14,7 @@
 #include "transport/nak_table.h"
 #include "transport/qp_types.h"
 #include "util/log.h"
+#include "wire/feth.h"
 #include "wire/psn.h"
 
 namespace softverbs::transport {
@@ -72,6 +73,7 @@ class Responder {
   Response on_read();
   Response on_atomic();
   Response on_atomic_write();
+  Response on_flush();
   Response on_duplicate();
   void advance(uint32_t packets) { st_.epsn = (req_.psn + packets) & kPsnMask; }
   KeyCheck check_rkey(uint64_t length, uint32_t access, MrRef* out) {
@@ -421,8 +423,42 @@ Response Responder::on_atomic_write() {
   return ack();
 }
 
+// IBA 1.5 FLUSH, answered as Linux's rxe answers it (none is ever sent from
+// here: rdma-core 44 has no verb for it). The QP must allow the placement
+// types asked for and the R_Key grant them, over the RETH's range or, with
+// "whole region" selectivity, over its region (the range is then not
+// checked). Every store the responder made is visible to the target's CPUs
+// once it returned, so global visibility is a fence; no region here is
+// persistent memory (ibv_reg_mr refuses FLUSH_PERSISTENT), so a persistence
+// flush fails the key check. Like ATOMIC WRITE it takes a responder resource.
+Response Responder::on_flush() {
+  const uint32_t need = ((req_.flush_placement & wire::Feth::kGlobalVisibility) ? kAccessFlushGlobal : 0) |
+                        ((req_.flush_placement & wire::Feth::kPersistence) ? kAccessFlushPersistent : 0);
+  if (!reliable_qp(qp_.qp_type) || (qp_.access_flags.load(std::memory_order_relaxed) & need) != need)
+    return fail(RespError::kUnsupported);
+  uint64_t va = req_.va;
+  uint64_t length = req_.dma_length;
+  if (req_.flush_selectivity == wire::Feth::kWholeRegion) {
+    va = seg_.mr(mr_slot_of_key(req_.rkey)).iova;  // check_key vouches for the key itself
+    length = 0;
+  }
+  MrRef ref;
+  if (check_key(seg_, req_.rkey, true, mem_owner_, mem_pd_, qp_.qpn, va, length, need, &ref) != KeyCheck::kOk)
+    return fail(RespError::kRkey);
+  std::atomic_thread_fence(std::memory_order_seq_cst);
+  shm::AtomicReplay& slot = st_.atomics[st_.atomic_next++ % shm::kMaxRdAtomic];
+  slot.psn = req_.psn;
+  slot.original = 0;
+  slot.valid = 1;
+  advance(req_.packets);
+  st_.msn = (st_.msn + 1) & kPsnMask;
+  shm::add_single_writer(qp_.counters.received_messages, 1);
+  return ack();
+}
+
 // IBA 9.7.5.1.5: duplicates are answered, never executed twice. READs are
-// answered again from memory; atomics and ATOMIC WRITEs from the replay ring.
+// answered again from memory; atomics, ATOMIC WRITEs and FLUSHes from the
+// replay ring.
 Response Responder::on_duplicate() {
   shm::add_single_writer(qp_.counters.duplicate_requests, 1);
   Response r;
@@ -437,8 +473,9 @@ Response Responder::on_duplicate() {
     }
     r.data_mr = ref.mr;
     r.data_va = ref.va;
-  } else if (req_.kind == ReqKind::kCmpSwap || req_.kind == ReqKind::kFetchAdd ||
-             req_.kind == ReqKind::kAtomicWrite) {
+  } else if (req_.kind >= ReqKind::kCmpSwap) {  // the atomics, ATOMIC WRITE, FLUSH
+    static_assert(ReqKind::kFlush > ReqKind::kAtomicWrite && ReqKind::kAtomicWrite > ReqKind::kFetchAdd &&
+                  ReqKind::kFetchAdd > ReqKind::kCmpSwap);
     r.kind = Response::Kind::kDrop;  // C9-… : unknown PSN: drop, let the requester time out
     for (const shm::AtomicReplay& a : st_.atomics)
       if (a.valid && a.psn == req_.psn) {
@@ -513,6 +550,7 @@ Response Responder::run() {
     case ReqKind::kCmpSwap:
     case ReqKind::kFetchAdd: return on_atomic();
     case ReqKind::kAtomicWrite: return on_atomic_write();
+    case ReqKind::kFlush: return on_flush();
   }
   return fail(RespError::kUnsupported);
 }

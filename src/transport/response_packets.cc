@@ -77,11 +77,13 @@ void answer_request(const shm::SharedQp& qp, const Request& req, const Response&
     return;
   }
   // One compare keeps SEND and WRITE off the atomics' answers.
-  static_assert(ReqKind::kAtomicWrite > ReqKind::kFetchAdd && ReqKind::kFetchAdd > ReqKind::kCmpSwap);
+  static_assert(ReqKind::kFlush > ReqKind::kAtomicWrite && ReqKind::kAtomicWrite > ReqKind::kFetchAdd &&
+                ReqKind::kFetchAdd > ReqKind::kCmpSwap);
   if (req.kind >= ReqKind::kCmpSwap) {
     h.bth.psn = wire::Psn(req.psn);
-    if (req.kind == ReqKind::kAtomicWrite) {
-      // IBA 1.5, and Linux's rxe: a READ RESPONSE ONLY with no payload.
+    if (req.kind >= ReqKind::kAtomicWrite) {
+      // ATOMIC WRITE and FLUSH (IBA 1.5, and Linux's rxe): a READ RESPONSE
+      // ONLY with no payload.
       h.bth.opcode = response_opcode(transport, F::kRead | F::kOnly);
     } else {
       h.bth.opcode = response_opcode(transport, F::kAck | F::kAtomic | F::kOnly);

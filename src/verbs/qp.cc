@@ -334,9 +334,11 @@ Status Qp::validate_attrs(const ibv_qp_attr& a, int mask, ibv_qp_state cur, ibv_
   if ((mask & IBV_QP_MIN_RNR_TIMER) && a.min_rnr_timer > 31) return Status::error(EINVAL);
   if ((mask & IBV_QP_MAX_QP_RD_ATOMIC) && a.max_rd_atomic > shm::kMaxRdAtomic) return Status::error(EINVAL);
   if ((mask & IBV_QP_MAX_DEST_RD_ATOMIC) && a.max_dest_rd_atomic > shm::kMaxRdAtomic) return Status::error(EINVAL);
+  // The FLUSH placement types a peer's FLUSH may ask of this QP (IBA 1.5), as rxe takes them.
   if ((mask & IBV_QP_ACCESS_FLAGS) &&
       (a.qp_access_flags & ~(IBV_ACCESS_LOCAL_WRITE | IBV_ACCESS_REMOTE_WRITE | IBV_ACCESS_REMOTE_READ |
-                             IBV_ACCESS_REMOTE_ATOMIC)) != 0)
+                             IBV_ACCESS_REMOTE_ATOMIC | transport::kAccessFlushGlobal |
+                             transport::kAccessFlushPersistent)) != 0)
     return Status::error(EINVAL);
   if (mask & IBV_QP_AV) {
     const ibv_ah_attr& ah = a.ah_attr;

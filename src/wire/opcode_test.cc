@@ -10,7 +10,7 @@ namespace softverbs::wire {
 namespace {
 
 // IBA 9.2 / 9.3 header sizes, written out here independently of the table.
-constexpr size_t kBth = 12, kReth = 16, kAeth = 4, kAtomicEth = 28, kAtomicAckEth = 8,
+constexpr size_t kBth = 12, kFeth = 4, kReth = 16, kAeth = 4, kAtomicEth = 28, kAtomicAckEth = 8,
                  kImmDt = 4, kIeth = 4, kDeth = 8, kXrceth = 4;
 
 struct Expect {
@@ -43,7 +43,8 @@ const Expect kExpected[] = {
     {0x14, "RC_FETCH_ADD", {{Header::kAtomicEth, kAtomicEth}}},
     {0x16, "RC_SEND_LAST_WITH_INVALIDATE", {{Header::kIeth, kIeth}}},
     {0x17, "RC_SEND_ONLY_WITH_INVALIDATE", {{Header::kIeth, kIeth}}},
-    {0x1d, "RC_ATOMIC_WRITE", {{Header::kReth, kReth}}},  // IBA 1.5, RC only
+    {0x1c, "RC_FLUSH", {{Header::kFeth, kFeth}, {Header::kReth, kReth}}},  // IBA 1.5, RC only
+    {0x1d, "RC_ATOMIC_WRITE", {{Header::kReth, kReth}}},                   // IBA 1.5, RC only
     {0x20, "UC_SEND_FIRST", {}},
     {0x21, "UC_SEND_MIDDLE", {}},
     {0x22, "UC_SEND_LAST", {}},

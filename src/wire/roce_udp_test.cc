@@ -139,6 +139,33 @@ TEST(RoceUdp, BuildsGoldenIpv4AtomicWriteAndItsResponse) {
   EXPECT_EQ(v.payload_length(), 8u);
 }
 
+// IBA 1.5 FLUSH as Linux rxe sends it (BTH, FETH, RETH): built and parsed
+// against the vector.
+TEST(RoceUdp, BuildsAndParsesGoldenIpv4Flush) {
+  RoceUdpHeader e = v4_send_only_encap();
+  e.ipv4_id = 0x2346;
+  e.src_port = 0xc001;
+  TransportHeaders h;
+  h.bth.opcode = Opcode::kRcFlush;
+  h.bth.pkey = 0xffff;
+  h.bth.dest_qp = 0x123;
+  h.bth.ack_req = true;
+  h.bth.psn = Psn(0xabd);
+  h.feth = Feth{Feth::kGlobalVisibility, Feth::kRange};
+  h.reth = Reth{0x00007f00deadb000, 0x00a1b2c3, 4096};
+  EXPECT_EQ(make(e, h, {}), bytes(testdata::kV4Flush));
+
+  const RoceDatagram d = roce_parse(testdata::kV4Flush);
+  ASSERT_EQ(d.error, EncapError::kOk) << encap_error_name(d.error);
+  EXPECT_EQ(icrc_check(d.datagram), IcrcStatus::kOk);
+  const PacketView v = PacketView::parse(d.ib, 4096);
+  ASSERT_TRUE(v.ok());
+  EXPECT_EQ(v.opcode(), Opcode::kRcFlush);
+  EXPECT_EQ(v.feth(), (Feth{Feth::kGlobalVisibility, Feth::kRange}));
+  EXPECT_EQ(v.reth(), (Reth{0x00007f00deadb000, 0x00a1b2c3, 4096}));
+  EXPECT_EQ(v.payload_length(), 0u);
+}
+
 TEST(RoceUdp, ParsesGoldenVectors) {
   const RoceDatagram d = roce_parse(testdata::kV4WriteOnlyImmMarked);
   ASSERT_EQ(d.error, EncapError::kOk) << encap_error_name(d.error);

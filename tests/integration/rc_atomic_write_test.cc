@@ -407,5 +407,41 @@ TEST(RcAtomicWriteErrors, RefusedAtPostAndOnOtherTransports) {
   });
 }
 
+// ---- FLUSH (answered, never posted: rdma-core 44 has no verb) -------------------
+
+// The rights a peer's FLUSH needs, with Linux's uapi values (rdma-core 44's
+// verbs.h has no names for them): FLUSH_GLOBAL is granted to regions and
+// QPs; FLUSH_PERSISTENT only to QPs, since no memory here is persistent (as
+// rxe refuses it for such memory). The device says which it answers.
+TEST(RcFlush, RightsAndCapability) {
+  constexpr int kFlushGlobal = 1 << 8;      // IB_UVERBS_ACCESS_FLUSH_GLOBAL
+  constexpr int kFlushPersistent = 1 << 9;  // IB_UVERBS_ACCESS_FLUSH_PERSISTENT
+  constexpr uint64_t kCapFlushGlobal = 1ull << 38, kCapFlushPersistent = 1ull << 39;
+  run_solo("solo", [](Proc&) {
+    auto ep = Endpoint::open();
+    ASSERT_NE(nullptr, ep);
+    ibv_device_attr_ex attr{};
+    ASSERT_EQ(0, ibv_query_device_ex(ep->ctx.get(), nullptr, &attr));
+    EXPECT_NE(0u, attr.device_cap_flags_ex & kCapFlushGlobal);
+    EXPECT_EQ(0u, attr.device_cap_flags_ex & kCapFlushPersistent);
+    Buffer buf(4096);
+    MrPtr global(ibv_reg_mr(ep->pd.get(), buf.data(), buf.size(), IBV_ACCESS_LOCAL_WRITE | kFlushGlobal));
+    EXPECT_NE(nullptr, global) << errno_name(errno);
+    errno = 0;
+    MrPtr persistent(ibv_reg_mr(ep->pd.get(), buf.data(), buf.size(), IBV_ACCESS_LOCAL_WRITE | kFlushPersistent));
+    EXPECT_EQ(nullptr, persistent);
+    EXPECT_EQ(EINVAL, errno);
+    QpConfig c;
+    c.access = IBV_ACCESS_REMOTE_WRITE | kFlushGlobal | kFlushPersistent;
+    TestQp* qp = ep->add_qp(c);
+    ASSERT_NE(nullptr, qp);
+    ASSERT_TRUE(qp->to_init());
+    ibv_qp_attr got{};
+    ibv_qp_init_attr init{};
+    ASSERT_EQ(0, ibv_query_qp(qp->get(), &got, IBV_QP_ACCESS_FLAGS, &init));
+    EXPECT_EQ(static_cast<unsigned>(c.access), got.qp_access_flags);
+  });
+}
+
 }  // namespace
 }  // namespace softverbs::integration

@@ -213,6 +213,7 @@ struct PlacedAnswer {
   switch (kind) {
     case ReqKind::kRead:
     case ReqKind::kAtomicWrite:  // its READ RESPONSE carries no data
+    case ReqKind::kFlush:        // never sent: no WR posts one
       return transport::on_read_placed(s, w.psn);
     case ReqKind::kCmpSwap:
     case ReqKind::kFetchAdd:

@@ -170,6 +170,14 @@ def main():
     v6 = finish_v4(ipv4_udp(ib6 + b"\0" * 4, dst4, src4, 0x0042, 0x00, 64, 0xC002), ib6)
     out.append(("kV4AtomicWriteResponse", v6))
 
+    # 7. IPv4 RC FLUSH (IBA 1.5, opcode 0x1C) as Linux rxe lays it out: BTH,
+    # FETH (placement global visibility, selectivity range), RETH; no payload.
+    feth7 = struct.pack("!I", 0 << 4 | 1)
+    reth7 = struct.pack("!QII", 0x00007F00DEADB000, 0x00A1B2C3, 4096)
+    ib7 = bth(0x1C, 0, 0xFFFF, 0x000123, 1, 0x000ABD) + feth7 + reth7
+    v7 = finish_v4(ipv4_udp(ib7 + b"\0" * 4, src4, dst4, 0x2346, 0x00, 64, 0xC001), ib7)
+    out.append(("kV4Flush", v7))
+
     # scapy.contrib.roce cross-check for the IPv4 vectors (ICRC and IP checksum).
     try:
         for name, v, sport in (("kV4SendOnly", v1, 0xC000),):
@@ -181,6 +189,8 @@ def main():
         assert s == v5, ("kV4AtomicWrite", s.hex(), v5.hex())
         s = scapy_v4(ib6, dst4, src4, 0x0042, 0x00, 64, 0xC002)
         assert s == v6, ("kV4AtomicWriteResponse", s.hex(), v6.hex())
+        s = scapy_v4(ib7, src4, dst4, 0x2346, 0x00, 64, 0xC001)
+        assert s == v7, ("kV4Flush", s.hex(), v7.hex())
         # UDP checksums: scapy computes them from its own pseudo headers.
         from scapy.all import IP, IPv6, UDP, Raw, raw
         s6 = raw(IPv6(src="fe80::211:22ff:fe33:4455", dst="fe80::211:22ff:fe33:6677", tc=0x1A,

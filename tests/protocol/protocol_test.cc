@@ -101,12 +101,12 @@ class ProtocolTest : public ::testing::Test {
 
   // Queues one signalled WR on A and lets the requester go.
   void post(ibv_wr_opcode opcode, size_t local_off, uint32_t length, size_t remote_off, uint64_t compare_add = 0,
-            uint64_t swap = 0) {
+            uint64_t swap = 0, uint32_t send_flags = IBV_SEND_SIGNALED) {
     transport::SendWqe& w = side_.sq.at(side_.sq.posted);
     std::memset(static_cast<void*>(&w), 0, sizeof w);
     w.wr_id = side_.sq.posted;
     w.opcode = opcode;
-    w.send_flags = IBV_SEND_SIGNALED;
+    w.send_flags = send_flags;
     w.num_sge = 1;
     w.sge[0] = {va_a(local_off), length, hand_built::lkey_of(kMrA)};
     w.length = length;
@@ -362,6 +362,26 @@ TEST_F(ProtocolTest, AtomicWritesAreBoundedByMaxRdAtomic) {
   EXPECT_EQ(link_->sent(Direction::kRequest).size(), 4u);
   const std::vector<shm::Cqe> c = completions();
   ASSERT_EQ(c.size(), 4u);
+  for (const shm::Cqe& e : c) EXPECT_EQ(e.status, IBV_WC_SUCCESS);
+}
+
+// IBA 10.8.3.3: a fenced WR waits for an ATOMIC WRITE before it as for a READ.
+TEST_F(ProtocolTest, FencedRequestWaitsForAnAtomicWrite) {
+  link_->set_script([](const PacketInfo& p) {
+    return p.direction == Direction::kResponse ? Fate::kDelay : Fate::kDeliver;
+  });
+  post(IBV_WR_ATOMIC_WRITE, 0, 8, 4096);
+  post(IBV_WR_RDMA_WRITE, 64, 16, 4200, 0, 0, IBV_SEND_SIGNALED | IBV_SEND_FENCE);
+  link_->pump();
+  EXPECT_EQ(link_->sent(Direction::kRequest).size(), 1u) << "the fenced WRITE went before the answer";
+  link_->set_script(nullptr);
+  link_->release_delayed();
+  link_->run();
+  EXPECT_EQ(link_->sent(Direction::kRequest).size(), 2u);
+  const std::vector<shm::Cqe> c = completions();
+  ASSERT_EQ(c.size(), 2u);
+  EXPECT_EQ(c[0].opcode, IBV_WC_ATOMIC_WRITE);
+  EXPECT_EQ(c[1].opcode, IBV_WC_RDMA_WRITE);
   for (const shm::Cqe& e : c) EXPECT_EQ(e.status, IBV_WC_SUCCESS);
 }
 

@@ -35,7 +35,8 @@ struct OwnerId {
   bool operator==(const OwnerId&) const = default;
 };
 
-enum class BounceOp : uint32_t { kWrite = 1, kRead = 2, kCmpSwap = 3, kFetchAdd = 4 };
+// kAtomicStore: ATOMIC WRITE's 64-bit store of operand2 (layout version 8).
+enum class BounceOp : uint32_t { kWrite = 1, kRead = 2, kCmpSwap = 3, kFetchAdd = 4, kAtomicStore = 5 };
 enum class BounceState : uint32_t { kFree = 0, kClaimed = 1, kRequested = 2, kDone = 3 };
 
 // A request from a peer that can reach this process's memory in no other way;

@@ -132,7 +132,9 @@ uint64_t awaiting_response(SendSide& s, uint32_t psn, bool atomic) {
   const WrOpcodeInfo* op = wr_opcode(w.opcode);
   if (op == nullptr) return kStray;
   const bool is_atomic = op->kind == ReqKind::kCmpSwap || op->kind == ReqKind::kFetchAdd;
-  if (atomic ? !is_atomic : op->kind != ReqKind::kRead) return kStray;
+  // ATOMIC WRITE is answered by a READ response (IBA 1.5), with no data.
+  const bool is_read = op->kind == ReqKind::kRead || op->kind == ReqKind::kAtomicWrite;
+  if (atomic ? !is_atomic : !is_read) return kStray;
   // Responses come in order; one not the next expected is dropped and the
   // request repeated when the timer or a later response shows the gap.
   if (psn_diff(Psn(psn), Psn(w.psn)) != static_cast<int32_t>(w.responses)) return kStray;
@@ -147,6 +149,16 @@ bool resolve_for_response(SendSide& s, uint64_t index, iovec* iov, IoList* list)
   if (st == IBV_WC_SUCCESS) return true;
   complete_in_error(s, index, st);
   return false;
+}
+
+// The zero-length READ RESPONSE ONLY that answers an ATOMIC WRITE; any other
+// shape is malformed and dropped, like a corrupt packet.
+void on_atomic_write_response(SendSide& s, uint64_t index, bool only, uint64_t payload_bytes) {
+  if (!only || payload_bytes != 0) return;
+  SendWqe& w = s.sq.at(index);
+  w.responses = 1;
+  complete_through(s, w.psn);
+  restart_ack_timer(s);
 }
 
 // SQD with en_sqd_async_notify: the owner hears when the last request is
@@ -261,6 +273,7 @@ void on_read_response(SendSide& s, uint32_t psn, bool first, bool last, std::spa
   if (index == kStray) return;
   if (index == kWentBack) return restart_ack_timer(s);
   SendWqe& w = s.sq.at(index);
+  if (w.opcode == IBV_WR_ATOMIC_WRITE) return on_atomic_write_response(s, index, first && last, payload.size());
   const uint64_t mtu = s.conn.mtu;
   const uint64_t offset = static_cast<uint64_t>(w.responses) * mtu;
   const bool expect_last = w.responses + 1 == w.packets;

@@ -14,6 +14,10 @@
 namespace softverbs::transport {
 
 inline constexpr uint32_t kAccessOnDemand = 1u << 6;  // IBV_ACCESS_ON_DEMAND (verbs.h)
+// IB_UVERBS_ACCESS_FLUSH_GLOBAL / _PERSISTENT (Linux uapi, IBA 1.5 FLUSH):
+// rdma-core 44's verbs.h has no names for them yet.
+inline constexpr uint32_t kAccessFlushGlobal = 1u << 8;
+inline constexpr uint32_t kAccessFlushPersistent = 1u << 9;
 
 enum class KeyCheck : uint8_t {
   kOk,

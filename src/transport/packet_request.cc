@@ -16,6 +16,8 @@ ReqKind kind_of(const wire::OpcodeInfo& info) {
   if (info.any(OpFlag::kSend)) return ReqKind::kSend;
   if (info.any(OpFlag::kWrite)) return ReqKind::kWrite;
   if (info.any(OpFlag::kRead)) return ReqKind::kRead;
+  if (info.any(OpFlag::kAtomicWrite)) return ReqKind::kAtomicWrite;
+  if (info.any(OpFlag::kFlush)) return ReqKind::kFlush;
   return info.any(OpFlag::kCompare) ? ReqKind::kCmpSwap : ReqKind::kFetchAdd;
 }
 
@@ -66,6 +68,11 @@ PacketVerdict request_from_packet(const wire::PacketView& v, const shm::SharedQp
   }
   if (req.kind == ReqKind::kRead) req.packets = std::max<uint32_t>(1, (req.dma_length + mtu - 1) / mtu);
   if (v.has(wire::Header::kXrceth)) req.xrc_srqn = v.xrceth().srqn;
+  if (v.has(wire::Header::kFeth)) {
+    const wire::Feth f = v.feth();
+    req.flush_placement = f.placement;
+    req.flush_selectivity = f.selectivity;
+  }
   if (ud) {
     req.qkey = v.deth().qkey;
     req.src_qpn = v.deth().src_qp;

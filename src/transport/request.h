@@ -13,7 +13,11 @@
 
 namespace softverbs::transport {
 
-enum class ReqKind : uint8_t { kSend, kWrite, kRead, kCmpSwap, kFetchAdd };
+// kAtomicWrite (IBA 1.5 ATOMIC WRITE): a WRITE ONLY's RETH and eight bytes,
+// placed as one 64-bit store; like a READ or an atomic it takes a responder
+// resource, and a READ response answers it. kFlush (IBA 1.5 FLUSH) likewise,
+// with a FETH and no data: only ever received (no verb posts one).
+enum class ReqKind : uint8_t { kSend, kWrite, kRead, kCmpSwap, kFetchAdd, kAtomicWrite, kFlush };
 
 struct Request {
   ReqKind kind = ReqKind::kSend;
@@ -27,7 +31,7 @@ struct Request {
   uint16_t slid = 0;
   uint64_t va = 0;          // RETH / AtomicETH
   uint32_t rkey = 0;
-  uint32_t dma_length = 0;  // RETH: length of the whole WRITE or READ
+  uint32_t dma_length = 0;  // RETH: length of the whole WRITE or READ (ATOMIC WRITE: 8)
   uint64_t compare_add = 0; // AtomicETH
   uint64_t swap = 0;
   uint32_t imm = 0;         // network byte order
@@ -35,6 +39,8 @@ struct Request {
   uint32_t inv_rkey = 0;
   uint32_t qkey = 0;        // DETH (UD)
   uint32_t xrc_srqn = 0;    // XRCETH (XRC): the XRC SRQ at the responder
+  uint8_t flush_placement = 0;    // FETH (FLUSH): wire::Feth::kGlobalVisibility | kPersistence
+  uint8_t flush_selectivity = 0;  // FETH: wire::Feth::kRange or kWholeRegion
   // UD: the 40 bytes the receive buffer starts with (IBA 11.4.1.2: the GRH,
   // or for RoCEv2 over IPv4 the IPv4 header in its last 20); with_grh: valid.
   const uint8_t* grh = nullptr;

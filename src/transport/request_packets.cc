@@ -20,6 +20,8 @@ uint32_t operation_flags(ReqKind kind) {
     case ReqKind::kRead: return F::kRead;
     case ReqKind::kCmpSwap: return F::kAtomic | F::kCompare;
     case ReqKind::kFetchAdd: return F::kAtomic;
+    case ReqKind::kAtomicWrite: return F::kAtomicWrite;
+    case ReqKind::kFlush: return F::kFlush;
   }
   return 0;
 }
@@ -74,6 +76,8 @@ RequestPackets::RequestPackets(const SendSide& s, const SendWqe& w, const IoList
       return;
     case ReqKind::kSend:
     case ReqKind::kWrite:
+    case ReqKind::kAtomicWrite:  // a WRITE ONLY's RETH and its eight bytes
+    case ReqKind::kFlush:        // no WR posts one
       break;
   }
   if (s.qp.qp_type == IBV_QPT_UD) {

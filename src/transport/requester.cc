@@ -15,8 +15,9 @@ namespace {
 
 // PSNs a message consumes: one per MTU-sized packet, at least one (IBA 9.7.1).
 uint32_t packets_of(const SendWqe& w, const WrOpcodeInfo& op, uint32_t mtu) {
-  static_assert(ReqKind::kFetchAdd > ReqKind::kCmpSwap && ReqKind::kCmpSwap > ReqKind::kRead);
-  if (op.kind >= ReqKind::kCmpSwap) return 1;  // an atomic
+  static_assert(ReqKind::kFlush > ReqKind::kAtomicWrite && ReqKind::kAtomicWrite > ReqKind::kFetchAdd &&
+                ReqKind::kFetchAdd > ReqKind::kCmpSwap && ReqKind::kCmpSwap > ReqKind::kRead);
+  if (op.kind >= ReqKind::kCmpSwap) return 1;  // an atomic or ATOMIC WRITE
   return message_packets(w.length, mtu);
 }
 
@@ -36,7 +37,9 @@ bool fenced(const SendSide& s, const SendWqe& w) {
   }
   iovec iov[shm::kMaxSge];
   IoList local;
-  const bool writes_local = op.kind != ReqKind::kSend && op.kind != ReqKind::kWrite;
+  // ATOMIC WRITE sends its eight bytes, like a WRITE; its response brings none.
+  const bool writes_local =
+      op.kind != ReqKind::kSend && op.kind != ReqKind::kWrite && op.kind != ReqKind::kAtomicWrite;
   if (w.placed != 0) {
     local.bytes = w.length;  // carried out at post (Link::place_at_post), its L_Key checked
   } else {

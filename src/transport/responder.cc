@@ -14,6 +14,7 @@
 #include "transport/nak_table.h"
 #include "transport/qp_types.h"
 #include "util/log.h"
+#include "wire/feth.h"
 #include "wire/psn.h"
 
 namespace softverbs::transport {
@@ -71,6 +72,8 @@ class Responder {
   Response on_write();
   Response on_read();
   Response on_atomic();
+  Response on_atomic_write();
+  Response on_flush();
   Response on_duplicate();
   void advance(uint32_t packets) { st_.epsn = (req_.psn + packets) & kPsnMask; }
   KeyCheck check_rkey(uint64_t length, uint32_t access, MrRef* out) {
@@ -392,8 +395,70 @@ Response Responder::on_atomic() {
   return r;
 }
 
+// IBA 1.5 ATOMIC WRITE, checked as Linux's rxe checks it: the QP must allow
+// remote writes, the R_Key grant REMOTE_WRITE over the eight bytes and the
+// target be 8-byte aligned. The bytes land as one 64-bit store, after
+// everything placed before it, so a peer never sees them torn. It takes a
+// responder resource: its PSN goes in the replay ring, so that a duplicate
+// is answered again without storing again over whatever came after.
+Response Responder::on_atomic_write() {
+  if (!reliable_qp(qp_.qp_type) || !grants(qp_, IBV_ACCESS_REMOTE_WRITE)) return fail(RespError::kUnsupported);
+  if (req_.dma_length != 8 || req_.payload.bytes != 8) return fail(RespError::kLengthMismatch);
+  MrRef ref;
+  if (check_rkey(8, IBV_ACCESS_REMOTE_WRITE, &ref) != KeyCheck::kOk) return fail(RespError::kRkey);
+  if ((req_.va | ref.va) % 8 != 0) return fail(RespError::kMisaligned);
+  uint64_t value = 0;
+  IoCursor c(req_.payload);
+  gather_into(&value, c, 8);
+  uint64_t unused = 0;
+  if (!mem_.atomic(*ref.mr, ref.va, AtomicOp::kStore, 0, value, &unused).is_ok())
+    return fail(on_demand(*ref.mr) ? RespError::kPageFault : RespError::kTargetMemory);
+  shm::AtomicReplay& slot = st_.atomics[st_.atomic_next++ % shm::kMaxRdAtomic];
+  slot.psn = req_.psn;
+  slot.original = 0;
+  slot.valid = 1;
+  advance(req_.packets);
+  st_.msn = (st_.msn + 1) & kPsnMask;
+  shm::add_single_writer(qp_.counters.received_messages, 1);
+  return ack();
+}
+
+// IBA 1.5 FLUSH, answered as Linux's rxe answers it (none is ever sent from
+// here: rdma-core 44 has no verb for it). The QP must allow the placement
+// types asked for and the R_Key grant them, over the RETH's range or, with
+// "whole region" selectivity, over its region (the range is then not
+// checked). Every store the responder made is visible to the target's CPUs
+// once it returned, so global visibility is a fence; no region here is
+// persistent memory (ibv_reg_mr refuses FLUSH_PERSISTENT), so a persistence
+// flush fails the key check. Like ATOMIC WRITE it takes a responder resource.
+Response Responder::on_flush() {
+  const uint32_t need = ((req_.flush_placement & wire::Feth::kGlobalVisibility) ? kAccessFlushGlobal : 0) |
+                        ((req_.flush_placement & wire::Feth::kPersistence) ? kAccessFlushPersistent : 0);
+  if (!reliable_qp(qp_.qp_type) || (qp_.access_flags.load(std::memory_order_relaxed) & need) != need)
+    return fail(RespError::kUnsupported);
+  uint64_t va = req_.va;
+  uint64_t length = req_.dma_length;
+  if (req_.flush_selectivity == wire::Feth::kWholeRegion) {
+    va = seg_.mr(mr_slot_of_key(req_.rkey)).iova;  // check_key vouches for the key itself
+    length = 0;
+  }
+  MrRef ref;
+  if (check_key(seg_, req_.rkey, true, mem_owner_, mem_pd_, qp_.qpn, va, length, need, &ref) != KeyCheck::kOk)
+    return fail(RespError::kRkey);
+  std::atomic_thread_fence(std::memory_order_seq_cst);
+  shm::AtomicReplay& slot = st_.atomics[st_.atomic_next++ % shm::kMaxRdAtomic];
+  slot.psn = req_.psn;
+  slot.original = 0;
+  slot.valid = 1;
+  advance(req_.packets);
+  st_.msn = (st_.msn + 1) & kPsnMask;
+  shm::add_single_writer(qp_.counters.received_messages, 1);
+  return ack();
+}
+
 // IBA 9.7.5.1.5: duplicates are answered, never executed twice. READs are
-// answered again from memory; atomics from the replay ring.
+// answered again from memory; atomics, ATOMIC WRITEs and FLUSHes from the
+// replay ring.
 Response Responder::on_duplicate() {
   shm::add_single_writer(qp_.counters.duplicate_requests, 1);
   Response r;
@@ -408,7 +473,9 @@ Response Responder::on_duplicate() {
     }
     r.data_mr = ref.mr;
     r.data_va = ref.va;
-  } else if (req_.kind == ReqKind::kCmpSwap || req_.kind == ReqKind::kFetchAdd) {
+  } else if (req_.kind >= ReqKind::kCmpSwap) {  // the atomics, ATOMIC WRITE, FLUSH
+    static_assert(ReqKind::kFlush > ReqKind::kAtomicWrite && ReqKind::kAtomicWrite > ReqKind::kFetchAdd &&
+                  ReqKind::kFetchAdd > ReqKind::kCmpSwap);
     r.kind = Response::Kind::kDrop;  // C9-… : unknown PSN: drop, let the requester time out
     for (const shm::AtomicReplay& a : st_.atomics)
       if (a.valid && a.psn == req_.psn) {
@@ -482,6 +549,8 @@ Response Responder::run() {
     case ReqKind::kRead: return on_read();
     case ReqKind::kCmpSwap:
     case ReqKind::kFetchAdd: return on_atomic();
+    case ReqKind::kAtomicWrite: return on_atomic_write();
+    case ReqKind::kFlush: return on_flush();
   }
   return fail(RespError::kUnsupported);
 }

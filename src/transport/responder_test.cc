@@ -13,7 +13,10 @@
 
 #include "shm/rings.h"
 #include "transport/nak_table.h"
+#include "transport/response_packets.h"
 #include "transport/testing/hand_built.h"
+#include "wire/feth.h"
+#include "wire/packet.h"
 
 namespace softverbs::transport {
 namespace {
@@ -284,6 +287,175 @@ TEST_F(ResponderTest, MisalignedAtomicIsInvalidRequest) {
   r.va = va(3);
   r.rkey = rkey();
   EXPECT_EQ(respond(*seg_, kQpSlot, r, local_, notifier_).nak, NakCode::kInvalidRequest);
+}
+
+// IBA 1.5 ATOMIC WRITE: stored once; a duplicate is answered from the
+// responder resources, not stored again over what came after it.
+TEST_F(ResponderTest, AtomicWriteStoresOnceAndReplaysDuplicates) {
+  uint64_t* word = reinterpret_cast<uint64_t*>(mem_.data() + 128);
+  *word = 1;
+  Request r = base(ReqKind::kAtomicWrite, 100);
+  r.va = va(128);
+  r.rkey = rkey();
+  const std::string value("\x11\x22\x33\x44\x55\x66\x77\x88", 8);
+  Response first = send(r, value);
+  EXPECT_EQ(first.kind, Response::Kind::kAck);
+  EXPECT_EQ(first.msn, 1u);
+  EXPECT_EQ(std::memcmp(word, value.data(), 8), 0);
+  EXPECT_EQ(seg_->qp(kQpSlot).resp.epsn, 101u);
+  *word = 42;  // a later store by someone else
+  Response dup = send(r, value);
+  EXPECT_EQ(dup.kind, Response::Kind::kDuplicate);
+  EXPECT_EQ(*word, 42u) << "the duplicate stored again";
+  // A PSN the resources no longer hold is dropped: the requester times out.
+  for (uint32_t psn = 101; psn < 101 + shm::kMaxRdAtomic; ++psn) {
+    Request next = base(ReqKind::kFetchAdd, psn);
+    next.va = va(256);
+    next.rkey = rkey();
+    EXPECT_EQ(respond(*seg_, kQpSlot, next, local_, notifier_).kind, Response::Kind::kAck);
+  }
+  EXPECT_EQ(send(r, value).kind, Response::Kind::kDrop);
+  EXPECT_EQ(*word, 42u);
+}
+
+// rxe's checks, in its order: the QP's REMOTE_WRITE, eight bytes, the R_Key
+// with REMOTE_WRITE over them, then 8-byte alignment.
+TEST_F(ResponderTest, AtomicWriteChecks) {
+  add_mr(4, mem_.data() + 1024, 64, IBV_ACCESS_REMOTE_READ);
+  struct Case {
+    const char* what;
+    uint64_t va;
+    uint32_t rkey;
+    size_t length;
+    NakCode nak;
+  };
+  const Case cases[] = {
+      {"bad R_Key", va(64), rkey() ^ 0x100000, 8, NakCode::kRemoteAccessError},
+      {"MR without REMOTE_WRITE", va(1024), hand_built::rkey_of(4), 8, NakCode::kRemoteAccessError},
+      {"past the MR's end", va(4092), rkey(), 8, NakCode::kRemoteAccessError},
+      {"unaligned", va(68), rkey(), 8, NakCode::kInvalidRequest},
+      {"four bytes", va(64), rkey(), 4, NakCode::kInvalidRequest},
+  };
+  for (const Case& c : cases) {
+    SCOPED_TRACE(c.what);
+    hand_built::make_qp(*seg_, kQpSlot, {
+        .qpn = kQpn, .owner = kOwner, .pd = kPd, .dest_qpn = kPeerQpn,
+        .access = IBV_ACCESS_REMOTE_WRITE, .recv_cq = kCqSlot, .epsn = 100});
+    Request r = base(ReqKind::kAtomicWrite, 100);
+    r.va = c.va;
+    r.rkey = c.rkey;
+    const Response resp = send(r, std::string(c.length, '\x5a'));
+    EXPECT_EQ(resp.kind, Response::Kind::kNak);
+    EXPECT_EQ(resp.nak, c.nak);
+    EXPECT_EQ(qp_state(), IBV_QPS_ERR);
+  }
+  hand_built::make_qp(*seg_, kQpSlot, {
+      .qpn = kQpn, .owner = kOwner, .pd = kPd, .dest_qpn = kPeerQpn,
+      .access = IBV_ACCESS_REMOTE_READ | IBV_ACCESS_REMOTE_ATOMIC, .recv_cq = kCqSlot, .epsn = 100});
+  Request r = base(ReqKind::kAtomicWrite, 100);
+  r.va = va(64);
+  r.rkey = rkey();
+  EXPECT_EQ(send(r, std::string(8, '\x5a')).nak, NakCode::kInvalidRequest) << "QP without REMOTE_WRITE";
+  for (size_t i = 0; i < mem_.size(); ++i) ASSERT_EQ(mem_[i], 0) << "byte " << i << " was written";
+}
+
+// IBA 1.5 FLUSH, as rxe answers it: the QP must allow the placement type and
+// the R_Key grant it over the RETH's range (or, whole-region selectivity,
+// just the key and the right); a duplicate is answered again.
+TEST_F(ResponderTest, FlushChecksRightsAndRangeAndReplaysDuplicates) {
+  constexpr uint32_t kQpFlush = kAccessFlushGlobal | IBV_ACCESS_REMOTE_WRITE;
+  add_mr(4, mem_.data() + 1024, 256, kAccessFlushGlobal | IBV_ACCESS_LOCAL_WRITE);
+  add_mr(5, mem_.data() + 2048, 256, IBV_ACCESS_LOCAL_WRITE | IBV_ACCESS_REMOTE_WRITE);
+  struct Case {
+    const char* what;
+    uint32_t qp_access;
+    uint32_t mr_slot;
+    uint64_t va;
+    uint32_t length;
+    uint8_t placement;
+    uint8_t selectivity;
+    Response::Kind kind;
+    NakCode nak;
+  };
+  const Case cases[] = {
+      {"range", kQpFlush, 4, va(1024 + 16), 64, wire::Feth::kGlobalVisibility, wire::Feth::kRange,
+       Response::Kind::kAck, NakCode::kInvalidRequest},
+      {"whole region, VA ignored", kQpFlush, 4, 0x1234, 0, wire::Feth::kGlobalVisibility, wire::Feth::kWholeRegion,
+       Response::Kind::kAck, NakCode::kInvalidRequest},
+      {"range past the region", kQpFlush, 4, va(1024 + 200), 64, wire::Feth::kGlobalVisibility, wire::Feth::kRange,
+       Response::Kind::kNak, NakCode::kRemoteAccessError},
+      {"region without FLUSH_GLOBAL", kQpFlush, 5, va(2048), 8, wire::Feth::kGlobalVisibility, wire::Feth::kRange,
+       Response::Kind::kNak, NakCode::kRemoteAccessError},
+      {"QP without FLUSH_GLOBAL", IBV_ACCESS_REMOTE_WRITE, 4, va(1024), 8, wire::Feth::kGlobalVisibility,
+       wire::Feth::kRange, Response::Kind::kNak, NakCode::kInvalidRequest},
+      {"persistence: no region has it", kQpFlush | kAccessFlushPersistent, 4, va(1024), 8, wire::Feth::kPersistence,
+       wire::Feth::kRange, Response::Kind::kNak, NakCode::kRemoteAccessError},
+  };
+  for (const Case& c : cases) {
+    SCOPED_TRACE(c.what);
+    hand_built::make_qp(*seg_, kQpSlot, {
+        .qpn = kQpn, .owner = kOwner, .pd = kPd, .dest_qpn = kPeerQpn, .access = c.qp_access, .recv_cq = kCqSlot,
+        .epsn = 100});
+    Request r = base(ReqKind::kFlush, 100);
+    r.va = c.va;
+    r.rkey = hand_built::rkey_of(c.mr_slot);
+    r.dma_length = c.length;
+    r.flush_placement = c.placement;
+    r.flush_selectivity = c.selectivity;
+    const Response resp = respond(*seg_, kQpSlot, r, local_, notifier_);
+    EXPECT_EQ(resp.kind, c.kind);
+    if (c.kind == Response::Kind::kNak) {
+      EXPECT_EQ(resp.nak, c.nak);
+      continue;
+    }
+    EXPECT_EQ(resp.msn, 1u);
+    EXPECT_EQ(seg_->qp(kQpSlot).resp.epsn, 101u);
+    EXPECT_EQ(respond(*seg_, kQpSlot, r, local_, notifier_).kind, Response::Kind::kDuplicate);
+  }
+}
+
+namespace {
+struct RecordingSink final : PacketSink {
+  void send(std::span<uint8_t> packet) override { sent.emplace_back(packet.begin(), packet.end()); }
+  std::vector<std::vector<uint8_t>> sent;
+};
+}  // namespace
+
+// A FLUSH as another RoCE host (Linux rxe) sends it, byte for byte — BTH,
+// FETH, RETH — answered by a zero-length RDMA READ RESPONSE ONLY with an ACK
+// AETH at its PSN, again when it is repeated.
+TEST_F(ResponderTest, CraftedFlushPacketIsAnsweredByAnEmptyReadResponse) {
+  add_mr(4, mem_.data() + 1024, 256, kAccessFlushGlobal | IBV_ACCESS_LOCAL_WRITE);
+  hand_built::make_qp(*seg_, kQpSlot, {
+      .qpn = kQpn, .owner = kOwner, .pd = kPd, .dest_qpn = kPeerQpn, .access = kAccessFlushGlobal,
+      .recv_cq = kCqSlot, .epsn = 100});
+  const uint64_t target = va(1024);
+  const uint32_t rkey = hand_built::rkey_of(4);
+  std::vector<uint8_t> packet = {
+      0x1c, 0x00, 0xff, 0xff, 0x00, uint8_t(kQpn >> 16), uint8_t(kQpn >> 8), uint8_t(kQpn),  // FLUSH, QP
+      0x80, 0x00, 0x00, 100,                                                                 // AckReq, PSN 100
+      0x00, 0x00, 0x00, 0x01};                                                               // FETH: global, range
+  for (int i = 7; i >= 0; --i) packet.push_back(uint8_t(target >> (8 * i)));
+  for (int i = 3; i >= 0; --i) packet.push_back(uint8_t(rkey >> (8 * i)));
+  for (const uint8_t b : {0, 0, 0, 64}) packet.push_back(b);
+  for (int i = 0; i < 4; ++i) packet.push_back(0);  // ICRC (checked by the link, not here)
+  const wire::PacketView v = wire::PacketView::parse(packet, 4096);
+  ASSERT_TRUE(v.ok()) << wire::packet_error_name(v.error());
+  EXPECT_EQ(v.feth(), (wire::Feth{wire::Feth::kGlobalVisibility, wire::Feth::kRange}));
+  RecordingSink sink;
+  for (int round = 0; round < 2; ++round) {
+    EXPECT_EQ(serve_request_packet(*seg_, kQpSlot, v, 4096, nullptr, local_, notifier_, sink),
+              PacketVerdict::kRequest);
+  }
+  const std::vector<uint8_t> want = {
+      0x10, 0x00, 0xff, 0xff, 0x00, uint8_t(kPeerQpn >> 16), uint8_t(kPeerQpn >> 8), uint8_t(kPeerQpn),
+      0x00, 0x00, 0x00, 100,   // PSN 100
+      0x1f, 0x00, 0x00, 0x01,  // AETH: ACK, credits not limited, MSN 1
+      0x00, 0x00, 0x00, 0x00};
+  ASSERT_EQ(sink.sent.size(), 2u);
+  EXPECT_EQ(sink.sent[0], want);
+  EXPECT_EQ(sink.sent[1], want) << "the repeated FLUSH";
+  EXPECT_EQ(seg_->qp(kQpSlot).counters.duplicate_requests.load(), 1u);
 }
 
 TEST_F(ResponderTest, DuplicateSendIsAcknowledgedNotExecuted) {

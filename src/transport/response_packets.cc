@@ -76,10 +76,19 @@ void answer_request(const shm::SharedQp& qp, const Request& req, const Response&
     }
     return;
   }
-  if (req.kind == ReqKind::kCmpSwap || req.kind == ReqKind::kFetchAdd) {
-    h.bth.opcode = response_opcode(transport, F::kAck | F::kAtomic | F::kOnly);
+  // One compare keeps SEND and WRITE off the atomics' answers.
+  static_assert(ReqKind::kFlush > ReqKind::kAtomicWrite && ReqKind::kAtomicWrite > ReqKind::kFetchAdd &&
+                ReqKind::kFetchAdd > ReqKind::kCmpSwap);
+  if (req.kind >= ReqKind::kCmpSwap) {
     h.bth.psn = wire::Psn(req.psn);
-    h.atomic_ack_eth.orig = resp.original;
+    if (req.kind >= ReqKind::kAtomicWrite) {
+      // ATOMIC WRITE and FLUSH (IBA 1.5, and Linux's rxe): a READ RESPONSE
+      // ONLY with no payload.
+      h.bth.opcode = response_opcode(transport, F::kRead | F::kOnly);
+    } else {
+      h.bth.opcode = response_opcode(transport, F::kAck | F::kAtomic | F::kOnly);
+      h.atomic_ack_eth.orig = resp.original;
+    }
     wire::PacketBuilder b(buf);
     if (b.build(h, 0) == wire::PacketError::kOk) sink.send(b.packet());
     return;

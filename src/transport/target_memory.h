@@ -21,7 +21,8 @@
 
 namespace softverbs::transport {
 
-enum class AtomicOp { kCmpSwap, kFetchAdd };
+// kStore: ATOMIC WRITE's 64-bit store of `swap` (no original is returned).
+enum class AtomicOp { kCmpSwap, kFetchAdd, kStore };
 
 class TargetMemory {
  public:
@@ -75,6 +76,11 @@ class LocalMemory final : public TargetMemory {
 
   static uint64_t do_atomic(uint64_t* p, AtomicOp op, uint64_t compare_add, uint64_t swap) {
     if (op == AtomicOp::kFetchAdd) return __atomic_fetch_add(p, compare_add, __ATOMIC_SEQ_CST);
+    if (op == AtomicOp::kStore) {
+      // Release: it lands after everything the responder placed before it.
+      __atomic_store_n(p, swap, __ATOMIC_RELEASE);
+      return 0;
+    }
     uint64_t expected = compare_add;
     __atomic_compare_exchange_n(p, &expected, swap, false, __ATOMIC_SEQ_CST, __ATOMIC_SEQ_CST);
     return expected;  // the value found, whether or not it was swapped

@@ -17,7 +17,8 @@ struct WrOpcodeInfo {
   ReqKind kind;
   bool has_imm;
   bool remote;            // carries a remote address and key
-  bool reads_remote;      // READ or atomic: fenced WRs wait for it (IBA 10.8.3.3)
+  bool reads_remote;      // READ, atomic or ATOMIC WRITE: answered by a response, held
+                          // to max_rd_atomic, and fenced WRs wait for it (IBA 10.8.3.3)
   ibv_wc_opcode wc_opcode;
   bool local = false;     // carried out by the requester, nothing sent (bind, local invalidate)
   bool has_inv = false;   // SEND WITH INVALIDATE: the WR's invalidate_rkey travels in an IETH
@@ -37,6 +38,8 @@ inline constexpr std::array<WrOpcodeInfo, 16> kWrOpcodes = [] {
   t[IBV_WR_BIND_MW] = {true, true, true, false, ReqKind::kSend, false, false, false, IBV_WC_BIND_MW, true};
   t[IBV_WR_LOCAL_INV] = {true, true, true, false, ReqKind::kSend, false, false, false, IBV_WC_LOCAL_INV, true};
   t[IBV_WR_SEND_WITH_INV] = {true, true, false, false, ReqKind::kSend, false, false, false, IBV_WC_SEND, false, true};
+  // IBA 1.5: RC only; it takes a responder resource like a READ (rxe does the same).
+  t[IBV_WR_ATOMIC_WRITE] = {true, true, false, false, ReqKind::kAtomicWrite, false, true, true, IBV_WC_ATOMIC_WRITE};
   return t;
 }();
 
@@ -45,9 +48,12 @@ inline const WrOpcodeInfo* wr_opcode(uint32_t opcode) {
   return &kWrOpcodes[opcode];
 }
 
-// The table's reads_remote as one compare, for the completer's loops: READ
-// and the atomics are adjacent in the ABI, and the table agrees.
-constexpr bool reads_remote(uint32_t opcode) { return opcode - IBV_WR_RDMA_READ <= 2u; }
+// The table's reads_remote as one shift, for the completer's loops and the
+// ACK fast path: no branch for the opcodes that are not.
+inline constexpr uint32_t kReadsRemoteMask = 1u << IBV_WR_RDMA_READ | 1u << IBV_WR_ATOMIC_CMP_AND_SWP |
+                                             1u << IBV_WR_ATOMIC_FETCH_AND_ADD | 1u << IBV_WR_ATOMIC_WRITE;
+static_assert(kWrOpcodes.size() == 16);  // every posted opcode is below 16 (checked at post)
+constexpr bool reads_remote(uint32_t opcode) { return ((kReadsRemoteMask >> (opcode & 15u)) & 1u) != 0; }
 static_assert([] {
   for (uint32_t op = 0; op < kWrOpcodes.size(); ++op)
     if (kWrOpcodes[op].known && kWrOpcodes[op].reads_remote != reads_remote(op)) return false;
@@ -56,8 +62,9 @@ static_assert([] {
 
 inline bool wr_allowed(const WrOpcodeInfo& op, uint8_t qp_type) {
   switch (qp_type) {
-    case IBV_QPT_RC:
-    case IBV_QPT_XRC_SEND: return op.rc;  // IBA A14: XRC requests are RC's
+    case IBV_QPT_RC: return op.rc;
+    // IBA A14: XRC requests are RC's, but for IBA 1.5's ATOMIC WRITE (RC only).
+    case IBV_QPT_XRC_SEND: return op.rc && op.kind != ReqKind::kAtomicWrite;
     case IBV_QPT_UC: return op.uc;
     case IBV_QPT_UD: return op.ud;
     default: return false;

@@ -49,4 +49,14 @@ inline uint64_t raw_compare_swap(uint64_t* p, uint64_t expected, uint64_t desire
 #endif
 }
 
+// ATOMIC WRITE's store: one aligned 64-bit move, never torn; the compiler
+// barrier keeps it after the stores before it (x86 keeps store order).
+inline void raw_store64(uint64_t* p, uint64_t v) {
+#if defined(__x86_64__)
+  asm volatile("movq %1, %0" : "=m"(*p) : "r"(v) : "memory");
+#else
+  __atomic_store_n(p, v, __ATOMIC_RELEASE);
+#endif
+}
+
 }  // namespace softverbs::util

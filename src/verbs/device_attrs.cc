@@ -56,6 +56,13 @@ void fill_device_attr(const shm::Segment& seg, ibv_device_attr* a) {
   a->phys_port_cnt = 1;
 }
 
+// IB_UVERBS_DEVICE_ATOMIC_WRITE and _FLUSH_GLOBAL: Linux's uapi bits for
+// IBA 1.5 ATOMIC WRITE and for answering a FLUSH of global visibility, which
+// rdma-core passes through in device_cap_flags_ex (its 44 headers predate
+// the names). No FLUSH_PERSISTENT: there is no persistent memory here.
+constexpr uint64_t kDeviceCapFlushGlobal = 1ull << 38;
+constexpr uint64_t kDeviceCapAtomicWrite = 1ull << 40;
+
 void fill_device_attr_ex(const shm::Segment& seg, ibv_device_attr_ex* a) {
   std::memset(a, 0, sizeof *a);
   fill_device_attr(seg, &a->orig_attr);
@@ -65,7 +72,7 @@ void fill_device_attr_ex(const shm::Segment& seg, ibv_device_attr_ex* a) {
   // Completion timestamps: the adapter clock (util/time.h), 64 bits of ns.
   a->completion_timestamp_mask = ~uint64_t{0};
   a->hca_core_clock = kAdapterClockKhz;
-  a->device_cap_flags_ex = a->orig_attr.device_cap_flags;
+  a->device_cap_flags_ex = a->orig_attr.device_cap_flags | kDeviceCapFlushGlobal | kDeviceCapAtomicWrite;
   // On-demand paging, explicit and implicit, for every operation of every
   // transport the device offers (util/fault_in.h: the page fault).
   a->odp_caps.general_caps = IBV_ODP_SUPPORT | IBV_ODP_SUPPORT_IMPLICIT;

@@ -18,9 +18,13 @@
 namespace softverbs::verbs {
 namespace {
 
+// FLUSH_GLOBAL lets a peer's FLUSH reach the region (IBA 1.5; the responder
+// answers one); FLUSH_PERSISTENT is refused, as Linux's rxe refuses it for
+// memory that is not persistent: none here is.
 constexpr unsigned kSupportedAccess = IBV_ACCESS_LOCAL_WRITE | IBV_ACCESS_REMOTE_WRITE | IBV_ACCESS_REMOTE_READ |
                                       IBV_ACCESS_REMOTE_ATOMIC | IBV_ACCESS_MW_BIND | IBV_ACCESS_ZERO_BASED |
-                                      IBV_ACCESS_RELAXED_ORDERING | IBV_ACCESS_ON_DEMAND;
+                                      IBV_ACCESS_RELAXED_ORDERING | IBV_ACCESS_ON_DEMAND |
+                                      transport::kAccessFlushGlobal;
 
 uint16_t random_tag() {
   uint16_t v = 0;

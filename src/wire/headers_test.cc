@@ -7,6 +7,7 @@
 #include "wire/atmack.h"
 #include "wire/atmeth.h"
 #include "wire/deth.h"
+#include "wire/feth.h"
 #include "wire/ieth.h"
 #include "wire/immdt.h"
 #include "wire/opcode.h"
@@ -35,6 +36,17 @@ TEST(Headers, SizesMatchTheOpcodeTable) {
   EXPECT_EQ(Ieth::kBytes, kHeaderBytes[size_t(Header::kIeth)]);
   EXPECT_EQ(Deth::kBytes, kHeaderBytes[size_t(Header::kDeth)]);
   EXPECT_EQ(Xrceth::kBytes, kHeaderBytes[size_t(Header::kXrceth)]);
+  EXPECT_EQ(Feth::kBytes, kHeaderBytes[size_t(Header::kFeth)]);
+}
+
+// IBA 1.5 A19 (as Linux's rxe packs it): placement type in bits 3..0,
+// selectivity in bits 5..4 of one big-endian word.
+TEST(Headers, Feth) {
+  EXPECT_EQ(encode(Feth{Feth::kGlobalVisibility, Feth::kWholeRegion}), (std::vector<uint8_t>{0, 0, 0, 0x11}));
+  EXPECT_EQ(encode(Feth{Feth::kGlobalVisibility | Feth::kPersistence, Feth::kRange}),
+            (std::vector<uint8_t>{0, 0, 0, 0x03}));
+  const uint8_t reserved_set[4] = {0xff, 0xff, 0xff, 0xe2};
+  EXPECT_EQ(Feth::decode(reserved_set), (Feth{0x2, 0x2}));
 }
 
 TEST(Headers, Reth) {

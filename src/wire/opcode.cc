@@ -14,6 +14,7 @@ using T = QpTypes;
 
 constexpr uint16_t kDeth = header_bit(Header::kDeth);
 constexpr uint16_t kXrceth = header_bit(Header::kXrceth);
+constexpr uint16_t kFeth = header_bit(Header::kFeth);
 constexpr uint16_t kReth = header_bit(Header::kReth);
 constexpr uint16_t kAtomicEth = header_bit(Header::kAtomicEth);
 constexpr uint16_t kAeth = header_bit(Header::kAeth);
@@ -70,6 +71,9 @@ constexpr OperationDesc kOperations[] = {
      kReq | kPay | F::kSend | F::kLast | F::kInvalidate | F::kCompletes, kIeth, kReliable},
     {0x17, "SEND_ONLY_WITH_INVALIDATE",
      kReq | kPay | F::kSend | F::kOnly | F::kInvalidate | F::kCompletes, kIeth, kReliable},
+    // IBA 1.5 defines these for RC only (as Linux's ib_pack.h does).
+    {0x1c, "FLUSH", kReq | F::kFlush | F::kOnly, kFeth | kReth, T::kRc},
+    {0x1d, "ATOMIC_WRITE", kReq | kPay | F::kAtomicWrite | F::kOnly, kReth, T::kRc},
 };
 
 struct TransportDesc {
@@ -164,7 +168,7 @@ constexpr const OpcodeInfo& at(Opcode op) { return kBuilt[static_cast<uint8_t>(o
 constexpr size_t len(Opcode op) { return at(op).length; }
 
 // Header lengths pinned against the IBA 9.2/9.3 header sizes
-// (BTH 12, RETH 16, AETH 4, AtomicETH 28, AtomicAckETH 8, ImmDt 4, IETH 4, DETH 8).
+// (BTH 12, FETH 4, RETH 16, AETH 4, AtomicETH 28, AtomicAckETH 8, ImmDt 4, IETH 4, DETH 8).
 static_assert(len(Opcode::kRcSendFirst) == 12);
 static_assert(len(Opcode::kRcSendMiddle) == 12);
 static_assert(len(Opcode::kRcSendLastWithImmediate) == 12 + 4);
@@ -182,6 +186,11 @@ static_assert(at(Opcode::kRcAtomicAcknowledge).offset_of(Header::kAtomicAckEth) 
 static_assert(len(Opcode::kRcCompareSwap) == 12 + 28);
 static_assert(len(Opcode::kRcFetchAdd) == 12 + 28);
 static_assert(len(Opcode::kUcRdmaWriteOnly) == 12 + 16);
+static_assert(len(Opcode::kRcAtomicWrite) == 12 + 16 && at(Opcode::kRcAtomicWrite).is(F::kAckRequired));
+static_assert(!at(static_cast<Opcode>(0xbd)).valid());  // no XRC ATOMIC WRITE
+// FLUSH (as Linux's rxe lays it out): BTH, FETH, RETH, no payload.
+static_assert(len(Opcode::kRcFlush) == 12 + 4 + 16 && at(Opcode::kRcFlush).offset_of(Header::kFeth) == 12 &&
+              at(Opcode::kRcFlush).offset_of(Header::kReth) == 16 && !at(Opcode::kRcFlush).any(F::kPayload));
 static_assert(len(Opcode::kUdSendOnly) == 12 + 8);
 static_assert(len(Opcode::kUdSendOnlyWithImmediate) == 12 + 8 + 4);
 static_assert(at(Opcode::kUdSendOnlyWithImmediate).offset_of(Header::kImmDt) == 20);

@@ -47,6 +47,8 @@ enum class Opcode : uint8_t {
   kRcFetchAdd = 0x14,
   kRcSendLastWithInvalidate = 0x16,
   kRcSendOnlyWithInvalidate = 0x17,
+  kRcFlush = 0x1c,        // IBA 1.5: answered here, never sent (rdma-core 44 has no verb)
+  kRcAtomicWrite = 0x1d,  // IBA 1.5: eight bytes stored as one
 
   // Unreliable Connection: sends and writes only.
   kUcSendFirst = 0x20,
@@ -97,6 +99,7 @@ enum class Header : uint8_t {
   kRdeth = 0,     // IBA 9.3.1, 4 bytes (RD only; never valid here)
   kDeth,          // IBA 9.3.2, 8 bytes
   kXrceth,        // IBA Annex A14, 4 bytes (XRC requests)
+  kFeth,          // IBA 1.5 Annex A19, 4 bytes (FLUSH: before its RETH)
   kReth,          // IBA 9.3.3, 16 bytes
   kAtomicEth,     // IBA 9.3.4, 28 bytes
   kAeth,          // IBA 9.3.5, 4 bytes
@@ -104,11 +107,11 @@ enum class Header : uint8_t {
   kImmDt,         // IBA 9.3.7, 4 bytes
   kIeth,          // IBA 9.3.8, 4 bytes
 };
-inline constexpr size_t kHeaderCount = 9;
+inline constexpr size_t kHeaderCount = 10;
 
 inline constexpr size_t kBthBytes = 12;  // IBA 9.2
 inline constexpr size_t kIcrcBytes = 4;  // IBA 7.8.1
-inline constexpr std::array<uint8_t, kHeaderCount> kHeaderBytes = {4, 8, 4, 16, 28, 4, 8, 4, 4};
+inline constexpr std::array<uint8_t, kHeaderCount> kHeaderBytes = {4, 8, 4, 4, 16, 28, 4, 8, 4, 4};
 
 [[nodiscard]] constexpr uint16_t header_bit(Header h) {
   return static_cast<uint16_t>(1u << static_cast<unsigned>(h));
@@ -136,10 +139,15 @@ struct OpFlag {
   static constexpr uint32_t kCompletes = 1u << 15;   // last packet of a message that
                                                      // completes a receive WQE
   static constexpr uint32_t kCompare = 1u << 16;     // the atomic compares (COMPARE_SWAP)
+  // ATOMIC WRITE: a RETH and eight bytes of payload, like a WRITE ONLY, but
+  // answered like a READ and never torn; a flag of its own so that nothing
+  // that handles kWrite takes it for one.
+  static constexpr uint32_t kAtomicWrite = 1u << 17;
+  static constexpr uint32_t kFlush = 1u << 18;       // FLUSH (IBA 1.5): a FETH and a RETH
   // The bits that tell the opcodes of one transport apart: what a packet is
   // and where it sits in its message (find_opcode's key).
   static constexpr uint32_t kShape = kRequest | kResponse | kSend | kWrite | kRead | kAtomic | kAck | kFirst |
-                                     kMiddle | kLast | kImmediate | kInvalidate | kCompare;
+                                     kMiddle | kLast | kImmediate | kInvalidate | kCompare | kAtomicWrite | kFlush;
 };
 
 // QP types allowed to send an opcode (its transport prefix decides it).

@@ -10,7 +10,7 @@ namespace softverbs::wire {
 namespace {
 
 // IBA 9.2 / 9.3 header sizes, written out here independently of the table.
-constexpr size_t kBth = 12, kReth = 16, kAeth = 4, kAtomicEth = 28, kAtomicAckEth = 8,
+constexpr size_t kBth = 12, kFeth = 4, kReth = 16, kAeth = 4, kAtomicEth = 28, kAtomicAckEth = 8,
                  kImmDt = 4, kIeth = 4, kDeth = 8, kXrceth = 4;
 
 struct Expect {
@@ -43,6 +43,8 @@ const Expect kExpected[] = {
     {0x14, "RC_FETCH_ADD", {{Header::kAtomicEth, kAtomicEth}}},
     {0x16, "RC_SEND_LAST_WITH_INVALIDATE", {{Header::kIeth, kIeth}}},
     {0x17, "RC_SEND_ONLY_WITH_INVALIDATE", {{Header::kIeth, kIeth}}},
+    {0x1c, "RC_FLUSH", {{Header::kFeth, kFeth}, {Header::kReth, kReth}}},  // IBA 1.5, RC only
+    {0x1d, "RC_ATOMIC_WRITE", {{Header::kReth, kReth}}},                   // IBA 1.5, RC only
     {0x20, "UC_SEND_FIRST", {}},
     {0x21, "UC_SEND_MIDDLE", {}},
     {0x22, "UC_SEND_LAST", {}},
@@ -59,10 +61,13 @@ const Expect kExpected[] = {
     {0x65, "UD_SEND_ONLY_WITH_IMMEDIATE", {{Header::kDeth, kDeth}, {Header::kImmDt, kImmDt}}},
 };
 
+// XRC (Annex A14) has RC's operations up to IBA 1.4; the IBA 1.5 ones are RC's alone.
+bool has_xrc_twin(uint8_t code) { return code < 0x18; }
+
 TEST(OpcodeTable, EveryValidOpcodeHasTheIbaLayout) {
   size_t valid = 0, rc = 0;
   for (const OpcodeInfo& e : kOpcodeTable) valid += e.valid() ? 1 : 0;
-  for (const Expect& x : kExpected) rc += x.code < 0x20 ? 1 : 0;
+  for (const Expect& x : kExpected) rc += has_xrc_twin(x.code) ? 1 : 0;
   EXPECT_EQ(valid, std::size(kExpected) + rc);  // XRC has every RC code
 
   for (const Expect& x : kExpected) {
@@ -88,7 +93,7 @@ TEST(OpcodeTable, EveryValidOpcodeHasTheIbaLayout) {
 // XRCETH between the BTH and RC's headers in requests, and none in responses.
 TEST(OpcodeTable, XrcIsRcWithAnXrcethInRequests) {
   for (const Expect& x : kExpected) {
-    if (x.code >= 0x20) continue;
+    if (!has_xrc_twin(x.code)) continue;
     const OpcodeInfo& rc = opcode_info(static_cast<Opcode>(x.code));
     const OpcodeInfo& e = opcode_info(static_cast<Opcode>(0xa0 | x.code));
     SCOPED_TRACE(x.name);
@@ -109,6 +114,7 @@ TEST(OpcodeTable, EnumValuesAreTheIbtaCodes) {
   EXPECT_EQ(static_cast<uint8_t>(Opcode::kRcSendFirst), 0x00);
   EXPECT_EQ(static_cast<uint8_t>(Opcode::kRcAcknowledge), 0x11);
   EXPECT_EQ(static_cast<uint8_t>(Opcode::kRcSendOnlyWithInvalidate), 0x17);
+  EXPECT_EQ(static_cast<uint8_t>(Opcode::kRcAtomicWrite), 0x1d);
   EXPECT_EQ(static_cast<uint8_t>(Opcode::kUcRdmaWriteOnlyWithImmediate), 0x2b);
   EXPECT_EQ(static_cast<uint8_t>(Opcode::kUdSendOnly), 0x64);
   EXPECT_EQ(static_cast<uint8_t>(Opcode::kXrcSendFirst), 0xa0);
@@ -154,6 +160,11 @@ TEST(OpcodeTable, Flags) {
   EXPECT_TRUE(info(Opcode::kRcCompareSwap).is(F::kRequest | F::kAtomic));
   EXPECT_TRUE(info(Opcode::kRcFetchAdd).is(F::kRequest | F::kAtomic));
   EXPECT_TRUE(info(Opcode::kRcSendOnlyWithInvalidate).is(F::kInvalidate | F::kSend | F::kCompletes));
+  // ATOMIC WRITE carries its eight bytes but is neither a WRITE nor an atomic
+  // to the code that handles those.
+  EXPECT_TRUE(info(Opcode::kRcAtomicWrite).is(F::kRequest | F::kAtomicWrite | F::kPayload | F::kOnly));
+  EXPECT_FALSE(info(Opcode::kRcAtomicWrite).any(F::kWrite | F::kAtomic | F::kRead | F::kCompletes));
+  EXPECT_FALSE(opcode_info(static_cast<Opcode>(0xbd)).valid());
   // Every RC and XRC request must be acknowledged; no UC, UD or response opcode is.
   for (const OpcodeInfo& e : kOpcodeTable) {
     if (!e.valid()) continue;

@@ -86,6 +86,9 @@ PacketError PacketBuilder::build(const TransportHeaders& h, uint32_t payload_len
   if (total > buf_.size()) return PacketError::kBufferTooSmall;
 
   uint8_t* p = buf_.data();
+  // Only a FLUSH has a FETH; for every other opcode its offset is 0 and the
+  // BTH written next covers it: no branch on the packets that are sent.
+  h.feth.encode(p + info.offset_of(Header::kFeth));
   Bth bth = h.bth;
   bth.pad_count = pad_for(payload_len);
   bth.tver = 0;  // IBA 9.2: version 0

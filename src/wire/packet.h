@@ -25,6 +25,7 @@
 #include "wire/atmeth.h"
 #include "wire/bth.h"
 #include "wire/deth.h"
+#include "wire/feth.h"
 #include "wire/ieth.h"
 #include "wire/immdt.h"
 #include "wire/opcode.h"
@@ -74,6 +75,7 @@ class PacketView {
   [[nodiscard]] Ieth ieth() const { return get<Ieth>(Header::kIeth); }
   [[nodiscard]] Deth deth() const { return get<Deth>(Header::kDeth); }
   [[nodiscard]] Xrceth xrceth() const { return get<Xrceth>(Header::kXrceth); }
+  [[nodiscard]] Feth feth() const { return get<Feth>(Header::kFeth); }
 
   [[nodiscard]] std::span<const uint8_t> payload() const { return {data_ + info_->length, payload_len_}; }
   [[nodiscard]] uint32_t payload_length() const { return payload_len_; }
@@ -109,6 +111,7 @@ struct TransportHeaders {
   Ieth ieth;
   Deth deth;
   Xrceth xrceth;
+  Feth feth;
 };
 
 // Bytes of the largest IB packet sent or accepted: a 4096-byte payload with

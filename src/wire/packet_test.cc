@@ -27,6 +27,7 @@ TransportHeaders sample_headers(Opcode op) {
   h.ieth = Ieth{0x5a5a5a5a};
   h.deth = Deth{0x80010000, 0x000321};
   h.xrceth = Xrceth{0x00f00d};
+  h.feth = Feth{Feth::kGlobalVisibility, Feth::kWholeRegion};
   return h;
 }
 
@@ -67,6 +68,7 @@ TEST(Packet, BuildThenParseEveryValidOpcode) {
       EXPECT_EQ(v.ieth(), info.has(Header::kIeth) ? h.ieth : Ieth{});
       EXPECT_EQ(v.deth(), info.has(Header::kDeth) ? h.deth : Deth{});
       EXPECT_EQ(v.xrceth(), info.has(Header::kXrceth) ? h.xrceth : Xrceth{});
+      EXPECT_EQ(v.feth(), info.has(Header::kFeth) ? h.feth : Feth{});
       // Pad and ICRC slot are zeroed, nothing past the packet is touched.
       for (size_t i = info.length + len; i < b.length(); ++i) EXPECT_EQ(buf[i], 0) << i;
       EXPECT_EQ(buf[b.length()], 0xcc);

@@ -5,6 +5,7 @@
 #include <memory>
 #include <random>
 #include <span>
+#include <utility>
 #include <vector>
 
 #include "wire/icrc.h"
@@ -98,6 +99,71 @@ TEST(RoceUdp, BuildsGoldenIpv6UdSendOnlyImmediate) {
   h.immdt = ImmDt{0x01020304};
   const uint8_t payload[] = {'p', 'a', 'y', 'l', 'o', 'a', 'd'};
   EXPECT_EQ(make(e, h, payload), bytes(testdata::kV6UdSendOnlyImm));
+}
+
+// IBA 1.5 ATOMIC WRITE and the READ RESPONSE ONLY that answers it (Linux
+// rxe's answer), byte for byte and ICRC included, against the vectors.
+TEST(RoceUdp, BuildsGoldenIpv4AtomicWriteAndItsResponse) {
+  RoceUdpHeader e = v4_send_only_encap();
+  e.ipv4_id = 0x2345;
+  e.src_port = 0xc001;
+  TransportHeaders h;
+  h.bth.opcode = Opcode::kRcAtomicWrite;
+  h.bth.pkey = 0xffff;
+  h.bth.dest_qp = 0x123;
+  h.bth.ack_req = true;
+  h.bth.psn = Psn(0xabc);
+  h.reth = Reth{0x00007f00deadbee8, 0x00a1b2c3, 8};
+  const uint8_t value[8] = {0x01, 0x23, 0x45, 0x67, 0x89, 0xab, 0xcd, 0xef};
+  EXPECT_EQ(make(e, h, value), bytes(testdata::kV4AtomicWrite));
+
+  RoceUdpHeader r = v4_send_only_encap();
+  std::swap(r.src, r.dst);
+  r.ipv4_id = 0x42;
+  r.src_port = 0xc002;
+  TransportHeaders a;
+  a.bth.opcode = Opcode::kRcRdmaReadResponseOnly;
+  a.bth.pkey = 0xffff;
+  a.bth.dest_qp = 0x456;
+  a.bth.psn = Psn(0xabc);
+  a.aeth = Aeth::ack(0x1f, 1);
+  EXPECT_EQ(make(r, a, {}), bytes(testdata::kV4AtomicWriteResponse));
+
+  const RoceDatagram d = roce_parse(testdata::kV4AtomicWrite);
+  ASSERT_EQ(d.error, EncapError::kOk) << encap_error_name(d.error);
+  const PacketView v = PacketView::parse(d.ib, 4096);
+  ASSERT_TRUE(v.ok());
+  EXPECT_EQ(icrc_check(d.datagram), IcrcStatus::kOk);
+  EXPECT_EQ(v.opcode(), Opcode::kRcAtomicWrite);
+  EXPECT_EQ(v.reth().dma_length, 8u);
+  EXPECT_EQ(v.payload_length(), 8u);
+}
+
+// IBA 1.5 FLUSH as Linux rxe sends it (BTH, FETH, RETH): built and parsed
+// against the vector.
+TEST(RoceUdp, BuildsAndParsesGoldenIpv4Flush) {
+  RoceUdpHeader e = v4_send_only_encap();
+  e.ipv4_id = 0x2346;
+  e.src_port = 0xc001;
+  TransportHeaders h;
+  h.bth.opcode = Opcode::kRcFlush;
+  h.bth.pkey = 0xffff;
+  h.bth.dest_qp = 0x123;
+  h.bth.ack_req = true;
+  h.bth.psn = Psn(0xabd);
+  h.feth = Feth{Feth::kGlobalVisibility, Feth::kRange};
+  h.reth = Reth{0x00007f00deadb000, 0x00a1b2c3, 4096};
+  EXPECT_EQ(make(e, h, {}), bytes(testdata::kV4Flush));
+
+  const RoceDatagram d = roce_parse(testdata::kV4Flush);
+  ASSERT_EQ(d.error, EncapError::kOk) << encap_error_name(d.error);
+  EXPECT_EQ(icrc_check(d.datagram), IcrcStatus::kOk);
+  const PacketView v = PacketView::parse(d.ib, 4096);
+  ASSERT_TRUE(v.ok());
+  EXPECT_EQ(v.opcode(), Opcode::kRcFlush);
+  EXPECT_EQ(v.feth(), (Feth{Feth::kGlobalVisibility, Feth::kRange}));
+  EXPECT_EQ(v.reth(), (Reth{0x00007f00deadb000, 0x00a1b2c3, 4096}));
+  EXPECT_EQ(v.payload_length(), 0u);
 }
 
 TEST(RoceUdp, ParsesGoldenVectors) {

@@ -54,13 +54,14 @@ TransportHeaders headers_of(const PacketView& v) {
   h.immdt = v.immdt();
   h.ieth = v.ieth();
   h.deth = v.deth();
+  h.feth = v.feth();
   return h;
 }
 
 bool same_headers(const TransportHeaders& a, const TransportHeaders& b) {
   return a.bth == b.bth && a.reth == b.reth && a.aeth == b.aeth && a.atomic_eth == b.atomic_eth &&
          a.atomic_ack_eth == b.atomic_ack_eth && a.immdt == b.immdt && a.ieth == b.ieth &&
-         a.deth == b.deth;
+         a.deth == b.deth && a.feth == b.feth;
 }
 
 // What a failed view must answer (packet.h contract 2).
@@ -114,12 +115,13 @@ void check_good_view(const PacketView& v, std::span<const uint8_t> ib, uint32_t 
   if (!info.has(Header::kImmDt)) CHECK(h.immdt == none.immdt);
   if (!info.has(Header::kIeth)) CHECK(h.ieth == none.ieth);
   if (!info.has(Header::kDeth)) CHECK(h.deth == none.deth);
+  if (!info.has(Header::kFeth)) CHECK(h.feth == none.feth);
   // Touch every decoded field the responder would use, so the sanitizers
   // see each read.
   volatile uint64_t sink = h.reth.va ^ h.reth.rkey ^ h.reth.dma_length ^ h.aeth.syndrome ^
                            h.aeth.msn ^ h.atomic_eth.va ^ h.atomic_eth.swap_add ^
                            h.atomic_eth.compare ^ h.atomic_ack_eth.orig ^ h.immdt.value ^
-                           h.ieth.rkey ^ h.deth.qkey ^ h.deth.src_qp;
+                           h.ieth.rkey ^ h.deth.qkey ^ h.deth.src_qp ^ h.feth.placement ^ h.feth.selectivity;
   for (uint8_t b : v.payload()) sink = sink + b;
   (void)sink;
   (void)h.aeth.type();

@@ -80,6 +80,7 @@ std::string wc_opcode_name(int opcode) {
     SV_CASE(IBV_WC_FETCH_ADD)
     SV_CASE(IBV_WC_BIND_MW)
     SV_CASE(IBV_WC_LOCAL_INV)
+    SV_CASE(IBV_WC_ATOMIC_WRITE)
     SV_CASE(IBV_WC_RECV)
     SV_CASE(IBV_WC_RECV_RDMA_WITH_IMM)
     default:
@@ -649,8 +650,17 @@ Wr wr_faa(uint64_t id, ibv_sge local8, const RemoteBuf& dst, uint64_t add, unsig
   return w;
 }
 
+Wr wr_atomic_write(uint64_t id, ibv_sge data8, const RemoteBuf& dst, unsigned flags) {
+  Wr w = make_wr(id, IBV_WR_ATOMIC_WRITE, {data8}, flags);
+  w.wr.wr.rdma.remote_addr = dst.addr;
+  w.wr.wr.rdma.rkey = dst.rkey;
+  return w;
+}
+
 ibv_wc_opcode send_wc_opcode(ibv_wr_opcode op) {
   switch (op) {
+    case IBV_WR_ATOMIC_WRITE:
+      return IBV_WC_ATOMIC_WRITE;
     case IBV_WR_RDMA_WRITE:
     case IBV_WR_RDMA_WRITE_WITH_IMM:
       return IBV_WC_RDMA_WRITE;

@@ -274,6 +274,9 @@ Wr wr_cas(uint64_t id, ibv_sge local8, const RemoteBuf& dst, uint64_t compare, u
           unsigned flags = IBV_SEND_SIGNALED);
 Wr wr_faa(uint64_t id, ibv_sge local8, const RemoteBuf& dst, uint64_t add,
           unsigned flags = IBV_SEND_SIGNALED);
+// IBA 1.5 ATOMIC WRITE: the eight bytes `data8` names, stored at `dst` as one
+// (the remote address and key in wr.rdma, as rdma-core's rxe takes them).
+Wr wr_atomic_write(uint64_t id, ibv_sge data8, const RemoteBuf& dst, unsigned flags = IBV_SEND_SIGNALED);
 
 // The completion opcode a successful send-queue WR of `op` reports.
 ibv_wc_opcode send_wc_opcode(ibv_wr_opcode op);

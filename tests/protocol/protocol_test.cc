@@ -101,12 +101,12 @@ class ProtocolTest : public ::testing::Test {
 
   // Queues one signalled WR on A and lets the requester go.
   void post(ibv_wr_opcode opcode, size_t local_off, uint32_t length, size_t remote_off, uint64_t compare_add = 0,
-            uint64_t swap = 0) {
+            uint64_t swap = 0, uint32_t send_flags = IBV_SEND_SIGNALED) {
     transport::SendWqe& w = side_.sq.at(side_.sq.posted);
     std::memset(static_cast<void*>(&w), 0, sizeof w);
     w.wr_id = side_.sq.posted;
     w.opcode = opcode;
-    w.send_flags = IBV_SEND_SIGNALED;
+    w.send_flags = send_flags;
     w.num_sge = 1;
     w.sge[0] = {va_a(local_off), length, hand_built::lkey_of(kMrA)};
     w.length = length;
@@ -279,6 +279,110 @@ TEST_F(ProtocolTest, LostAtomicAckIsReplayedNotReexecuted) {
   EXPECT_EQ(original, 40u);
   EXPECT_EQ(link_->sent(Direction::kRequest).size(), 2u);  // sent again after the timeout
   EXPECT_EQ(counters_b().duplicate_requests.load(), 1u);
+}
+
+// IBA 1.5 ATOMIC WRITE as the engine puts it on the wire (Linux rxe's
+// layout): one request, opcode 0x1D, a RETH of length 8 and the eight bytes;
+// answered by a zero-length READ RESPONSE ONLY with an ACK AETH at the
+// request's PSN. It completes as IBV_WC_ATOMIC_WRITE.
+TEST_F(ProtocolTest, AtomicWriteIsOneRequestAnsweredByAnEmptyReadResponse) {
+  const uint8_t value[8] = {0x01, 0x23, 0x45, 0x67, 0x89, 0xab, 0xcd, 0xef};
+  std::memcpy(mem_a_.data() + 40, value, 8);
+  post(IBV_WR_ATOMIC_WRITE, 40, 8, 4096 + 16);
+  link_->run();
+  const std::vector<shm::Cqe> c = completions();
+  ASSERT_EQ(c.size(), 1u);
+  EXPECT_EQ(c[0].status, IBV_WC_SUCCESS);
+  EXPECT_EQ(c[0].opcode, IBV_WC_ATOMIC_WRITE);
+  EXPECT_TRUE(same(mem_b_, 4096 + 16, mem_a_, 40, 8));
+
+  ASSERT_EQ(link_->sent(Direction::kRequest).size(), 1u);
+  const std::vector<uint8_t>& req = link_->sent(Direction::kRequest)[0];
+  const uint64_t va = va_b(4096 + 16);
+  const uint32_t rkey = hand_built::rkey_of(kMrB);
+  std::vector<uint8_t> want = {
+      0x1d, 0x00, 0xff, 0xff,                                          // opcode; SE/M/pad/TVer; P_Key
+      0x00, uint8_t(kQpnB >> 16), uint8_t(kQpnB >> 8), uint8_t(kQpnB),  // destination QP
+      0x80, uint8_t(kPsn >> 16), uint8_t(kPsn >> 8), uint8_t(kPsn)};   // AckReq; PSN
+  for (int i = 7; i >= 0; --i) want.push_back(uint8_t(va >> (8 * i)));  // RETH: VA
+  for (int i = 3; i >= 0; --i) want.push_back(uint8_t(rkey >> (8 * i)));  // R_Key
+  for (const uint8_t b : {0, 0, 0, 8}) want.push_back(b);                  // DMA length
+  want.insert(want.end(), value, value + 8);                               // the eight bytes, no pad
+  for (int i = 0; i < 4; ++i) want.push_back(0);                           // ICRC slot
+  EXPECT_EQ(req, want);
+
+  ASSERT_EQ(link_->sent(Direction::kResponse).size(), 1u);
+  const std::vector<uint8_t> want_resp = {
+      0x10, 0x00, 0xff, 0xff, 0x00, uint8_t(kQpnA >> 16), uint8_t(kQpnA >> 8), uint8_t(kQpnA),
+      0x00, uint8_t(kPsn >> 16), uint8_t(kPsn >> 8), uint8_t(kPsn),
+      0x1f, 0x00, 0x00, 0x01,  // AETH: ACK, credits not limited, MSN 1
+      0x00, 0x00, 0x00, 0x00};
+  EXPECT_EQ(link_->sent(Direction::kResponse)[0], want_resp);
+}
+
+// A lost answer to an ATOMIC WRITE: the request is sent again and answered
+// from the responder's resources; the word keeps what was stored after it.
+TEST_F(ProtocolTest, LostAtomicWriteResponseIsReplayedNotStoredAgain) {
+  const uint64_t value = 0x1111111111111111ull, later = 0x2222222222222222ull;
+  std::memcpy(mem_a_.data() + 8, &value, 8);
+  link_->set_script([this, later](const PacketInfo& p) {
+    if (p.direction == Direction::kResponse && p.seq == 0) {
+      std::memcpy(mem_b_.data() + 4096, &later, 8);  // stored after it, by someone else
+      return Fate::kLose;
+    }
+    return Fate::kDeliver;
+  });
+  post(IBV_WR_ATOMIC_WRITE, 8, 8, 4096);
+  link_->run();
+  const std::vector<shm::Cqe> c = completions();
+  ASSERT_EQ(c.size(), 1u);
+  EXPECT_EQ(c[0].status, IBV_WC_SUCCESS);
+  uint64_t word = 0;
+  std::memcpy(&word, mem_b_.data() + 4096, 8);
+  EXPECT_EQ(word, later);
+  EXPECT_EQ(link_->sent(Direction::kRequest).size(), 2u);  // sent again after the timeout
+  EXPECT_EQ(counters_b().duplicate_requests.load(), 1u);
+}
+
+// An ATOMIC WRITE takes a responder resource like a READ: max_rd_atomic
+// bounds how many are outstanding, and an ACK of a later request does not
+// complete one whose answer has not come.
+TEST_F(ProtocolTest, AtomicWritesAreBoundedByMaxRdAtomic) {
+  side_.conn.max_rd_atomic = 2;
+  link_->set_script([](const PacketInfo& p) {
+    return p.direction == Direction::kResponse ? Fate::kDelay : Fate::kDeliver;
+  });
+  for (int i = 0; i < 4; ++i) post(IBV_WR_ATOMIC_WRITE, 8 * i, 8, 4096 + 8 * i);
+  link_->pump();
+  EXPECT_EQ(link_->sent(Direction::kRequest).size(), 2u);
+  EXPECT_TRUE(completions().empty());
+  link_->set_script(nullptr);
+  link_->release_delayed();
+  link_->run();
+  EXPECT_EQ(link_->sent(Direction::kRequest).size(), 4u);
+  const std::vector<shm::Cqe> c = completions();
+  ASSERT_EQ(c.size(), 4u);
+  for (const shm::Cqe& e : c) EXPECT_EQ(e.status, IBV_WC_SUCCESS);
+}
+
+// IBA 10.8.3.3: a fenced WR waits for an ATOMIC WRITE before it as for a READ.
+TEST_F(ProtocolTest, FencedRequestWaitsForAnAtomicWrite) {
+  link_->set_script([](const PacketInfo& p) {
+    return p.direction == Direction::kResponse ? Fate::kDelay : Fate::kDeliver;
+  });
+  post(IBV_WR_ATOMIC_WRITE, 0, 8, 4096);
+  post(IBV_WR_RDMA_WRITE, 64, 16, 4200, 0, 0, IBV_SEND_SIGNALED | IBV_SEND_FENCE);
+  link_->pump();
+  EXPECT_EQ(link_->sent(Direction::kRequest).size(), 1u) << "the fenced WRITE went before the answer";
+  link_->set_script(nullptr);
+  link_->release_delayed();
+  link_->run();
+  EXPECT_EQ(link_->sent(Direction::kRequest).size(), 2u);
+  const std::vector<shm::Cqe> c = completions();
+  ASSERT_EQ(c.size(), 2u);
+  EXPECT_EQ(c[0].opcode, IBV_WC_ATOMIC_WRITE);
+  EXPECT_EQ(c[1].opcode, IBV_WC_RDMA_WRITE);
+  for (const shm::Cqe& e : c) EXPECT_EQ(e.status, IBV_WC_SUCCESS);
 }
 
 // A duplicated SEND is acknowledged again and delivered once.

@@ -1,6 +1,9 @@
 // The extended posting interface (ibv_wr_start … ibv_wr_complete): function
 // pointers in ibv_qp_ex that build WQEs in place (verbs/qp.h).
 #include "abi/ibverbs/abi.h"
+
+#include <cstring>
+
 #include "transport/send_queue.h"
 #include "verbs/mw.h"
 #include "verbs/qp.h"
@@ -64,6 +67,22 @@ void wr_atomic_fetch_add(ibv_qp_ex* q, uint32_t rkey, uint64_t addr, uint64_t ad
   w->compare_add = add;
   w->length = 8;
 }
+// The eight bytes are copied now (as rdma-core's rxe does): the caller's
+// buffer is free once this returns.
+void wr_atomic_write(ibv_qp_ex* q, uint32_t rkey, uint64_t addr, const void* atomic_wr) {
+  SendWqe* w = of(q)->wr_begin(IBV_WR_ATOMIC_WRITE);
+  remote(w, rkey, addr);
+  if (w == nullptr) return;
+  if (atomic_wr == nullptr) {
+    of(q)->wr_fail(EINVAL);
+    return;
+  }
+  std::memcpy(w->inline_data(), atomic_wr, 8);
+  w->inline_len = 8;
+  w->num_sge = 0;
+  w->send_flags |= IBV_SEND_INLINE;
+  w->length = 8;
+}
 void wr_set_sge(ibv_qp_ex* q, uint32_t lkey, uint64_t addr, uint32_t length) {
   ibv_sge sge{addr, length, lkey};
   of(q)->wr_set_sges(&sge, 1);
@@ -102,6 +121,7 @@ void fill_qp_ex_ops(ibv_qp_ex* q, uint64_t ops) {
   if (ops & IBV_QP_EX_WITH_RDMA_READ) q->wr_rdma_read = wr_rdma_read;
   if (ops & IBV_QP_EX_WITH_ATOMIC_CMP_AND_SWP) q->wr_atomic_cmp_swp = wr_atomic_cmp_swp;
   if (ops & IBV_QP_EX_WITH_ATOMIC_FETCH_AND_ADD) q->wr_atomic_fetch_add = wr_atomic_fetch_add;
+  if (ops & IBV_QP_EX_WITH_ATOMIC_WRITE) q->wr_atomic_write = wr_atomic_write;
 }
 
 }  // namespace softverbs::abi

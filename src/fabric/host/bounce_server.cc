@@ -48,6 +48,10 @@ int serve(shm::Segment& seg, shm::OwnerId self, shm::BounceSlot& s) {
                        : util::raw_fetch_add(word, s.operand1);
       return 0;
     }
+    case shm::BounceOp::kAtomicStore:
+      if (s.addr % 8 != 0 || s.length != 8) return EINVAL;
+      util::raw_store64(reinterpret_cast<uint64_t*>(target), s.operand2);
+      return 0;
   }
   return EINVAL;
 }

@@ -250,6 +250,8 @@ static_assert(static_cast<uint32_t>(transport::Response::Kind::kDrop) < 8);
   const wire::Aeth ack = wire::Aeth::ack(0x1f, resp.msn);
   switch (kind) {
     case ReqKind::kRead:
+    case ReqKind::kAtomicWrite:  // its READ RESPONSE carries no data
+    case ReqKind::kFlush:        // never sent: no WR posts one
       return transport::on_read_placed(s, w.psn);
     case ReqKind::kCmpSwap:
     case ReqKind::kFetchAdd:
@@ -336,7 +338,7 @@ ibv_wc_status HostFabric::transmit(transport::SendSide& s, transport::SendWqe& w
     }
     req.sl = port().roce && req.with_grh ? static_cast<uint8_t>(wire::roce_l3_type(grh)) : ah.sl;
   }
-  if (op->kind == ReqKind::kSend || op->kind == ReqKind::kWrite) {
+  if (op->kind == ReqKind::kSend || op->kind == ReqKind::kWrite || op->kind == ReqKind::kAtomicWrite) {
     req.payload = list;
     req.dma_length = static_cast<uint32_t>(list.bytes);
   } else {

@@ -334,9 +334,10 @@ Status PeerMemory::atomic(const shm::SharedMr& mr, uint64_t va, transport::Atomi
     return Status::ok();
   }
   if (path_cap() == Path::kMap && path_strict()) return refuse_fallback("the region is not mapped here");
-  return bounce(mr, va, 8, nullptr, 0,
-                op == transport::AtomicOp::kCmpSwap ? shm::BounceOp::kCmpSwap : shm::BounceOp::kFetchAdd,
-                compare_add, swap, original);
+  const shm::BounceOp bop = op == transport::AtomicOp::kCmpSwap    ? shm::BounceOp::kCmpSwap
+                            : op == transport::AtomicOp::kFetchAdd ? shm::BounceOp::kFetchAdd
+                                                                   : shm::BounceOp::kAtomicStore;
+  return bounce(mr, va, 8, nullptr, 0, bop, compare_add, swap, original);
 }
 
 }  // namespace softverbs::fabric::host

@@ -157,6 +157,27 @@ def main():
     assert inet_sum(pseudo + dg[40:]) == 0xFFFF
     out.append(("kV6UdSendOnlyImm", dg))
 
+    # 5. IPv4 RC ATOMIC WRITE (IBA 1.5, opcode 0x1D): RETH (length 8) and the
+    # eight bytes to store; no pad.
+    reth5 = struct.pack("!QII", 0x00007F00DEADBEE8, 0x00A1B2C3, 8)
+    ib5 = bth(0x1D, 0, 0xFFFF, 0x000123, 1, 0x000ABC) + reth5 + struct.pack("!Q", 0x0123456789ABCDEF)
+    v5 = finish_v4(ipv4_udp(ib5 + b"\0" * 4, src4, dst4, 0x2345, 0x00, 64, 0xC001), ib5)
+    out.append(("kV4AtomicWrite", v5))
+
+    # 6. Its answer, as Linux rxe sends it: RDMA READ RESPONSE ONLY with an
+    # AETH (ACK, credits 0x1f, MSN 1) and no payload, the request's PSN.
+    ib6 = bth(0x10, 0, 0xFFFF, 0x000456, 0, 0x000ABC) + struct.pack("!I", 0x1F << 24 | 1)
+    v6 = finish_v4(ipv4_udp(ib6 + b"\0" * 4, dst4, src4, 0x0042, 0x00, 64, 0xC002), ib6)
+    out.append(("kV4AtomicWriteResponse", v6))
+
+    # 7. IPv4 RC FLUSH (IBA 1.5, opcode 0x1C) as Linux rxe lays it out: BTH,
+    # FETH (placement global visibility, selectivity range), RETH; no payload.
+    feth7 = struct.pack("!I", 0 << 4 | 1)
+    reth7 = struct.pack("!QII", 0x00007F00DEADB000, 0x00A1B2C3, 4096)
+    ib7 = bth(0x1C, 0, 0xFFFF, 0x000123, 1, 0x000ABD) + feth7 + reth7
+    v7 = finish_v4(ipv4_udp(ib7 + b"\0" * 4, src4, dst4, 0x2346, 0x00, 64, 0xC001), ib7)
+    out.append(("kV4Flush", v7))
+
     # scapy.contrib.roce cross-check for the IPv4 vectors (ICRC and IP checksum).
     try:
         for name, v, sport in (("kV4SendOnly", v1, 0xC000),):
@@ -164,6 +185,12 @@ def main():
             assert s == v, (name, s.hex(), v.hex())
         s = scapy_v4(ib2, [10, 0, 0, 1], [10, 0, 0, 2], 0xBEEF, 0x68, 17, 0xD00D)
         assert s == v2, ("kV4WriteOnlyImm", s.hex(), v2.hex())
+        s = scapy_v4(ib5, src4, dst4, 0x2345, 0x00, 64, 0xC001)
+        assert s == v5, ("kV4AtomicWrite", s.hex(), v5.hex())
+        s = scapy_v4(ib6, dst4, src4, 0x0042, 0x00, 64, 0xC002)
+        assert s == v6, ("kV4AtomicWriteResponse", s.hex(), v6.hex())
+        s = scapy_v4(ib7, src4, dst4, 0x2346, 0x00, 64, 0xC001)
+        assert s == v7, ("kV4Flush", s.hex(), v7.hex())
         # UDP checksums: scapy computes them from its own pseudo headers.
         from scapy.all import IP, IPv6, UDP, Raw, raw
         s6 = raw(IPv6(src="fe80::211:22ff:fe33:4455", dst="fe80::211:22ff:fe33:6677", tc=0x1A,

@@ -503,6 +503,8 @@ COMPARISONS = [
     ("roce", "ib_write_bw 64 KiB, loss=0.001", "sv.roce_loss.ib_write_bw.65536.bw", "ucx.tcp_veth.ucp_put_bw.65536.bw", "UCX tcp ucp_put_bw 64 KiB, veth", None, False),
     ("roce", "ib_write_bw 1 MiB, loss=0.001", "sv.roce_loss.ib_write_bw.1048576.bw", "ucx.tcp_veth.ucp_put_bw.1048576.bw", "UCX tcp ucp_put_bw 1 MiB, veth", None, False),
     ("roce", "ib_write_bw 1 MiB vs TCP", "sv.roce.ib_write_bw.1048576.bw", "limits.tcp_bw.veth", "TCP stream, veth", None, False),
+    ("host", "RDMA CM connect (cmtime)", "sv.cm.host.connect", "limits.tcp_connect.lo", "TCP connect/accept, loopback", None, True),
+    ("roce", "RDMA CM connect (cmtime)", "sv.cm.roce.connect", "limits.tcp_connect.veth", "TCP connect/accept, veth", None, True),
 ]
 
 
@@ -766,6 +768,60 @@ def section_fabric():
                cmds[0] if cmds else "", repeat(once), "us")
 
 
+CMTIME_CONNECT_RE = r"^connect\s*:\s*\S+\s+\S+\s+\S+\s+(\S+)"
+
+
+def measure_cmtime(key, label, group, addr, env_s, env_c, ns_s=None, ns_c=None):
+    """cmtime's connect step (microseconds per connection, all of them
+    connecting at once) between a server and a client on `addr`."""
+    n = 20 if ARGS.quick else 100
+    cmds = []
+
+    def once():
+        port = free_port()
+        server = ["cmtime", "-p", port, "-c", n]
+        client = ["cmtime", "-s", addr, "-p", port, "-c", n]
+        rc, out, sout = run_pair(server, client, env_s, env_c, ns_s, ns_c, timeout=ARGS.timeout,
+                                 retry=r"REJECTED|reject|UNREACHABLE")
+        cmds.append(cmdline(client, env_c, ns_c))
+        m = re.search(CMTIME_CONNECT_RE, out, re.M) if rc == 0 else None
+        if m is None:
+            note_failure(cmds[-1], rc, out, sout)
+            return None
+        return float(m.group(1))
+    record(key, label, group, cmds[0] if cmds else "", repeat(once), "us")
+
+
+def section_cm():
+    """Connection setup through the RDMA CM (cmtime, its connect step per
+    connection) on both devices, beside TCP's connect/accept on the same
+    path (bench/limits/tcp_connect.cc): both open their connections at once."""
+    print("connection setup: RDMA CM (cmtime) and TCP", flush=True)
+    if not have("cmtime") or not (ARGS.lib / "librdmacm.so.1").exists():
+        skip("RDMA CM connection setup", "cmtime (Debian package rdmacm-utils) or our librdmacm.so.1 is missing")
+        return
+    n = ["20" if ARGS.quick else "100"]
+    host = {"LD_LIBRARY_PATH": str(ARGS.lib), "SOFTVERBS_DEVICE_PATH": HOST_SEGMENT}
+    measure_cmtime("sv.cm.host.connect", "softverbs0 RDMA CM connect (cmtime), per connection", "softverbs-cm",
+                   "127.0.0.1", host, host)
+    if limit_bin("tcp_connect").exists():
+        measure_limit_pair("limits.tcp_connect.lo", "TCP connect/accept, loopback, per connection", "tcp_connect", n,
+                           "us", "127.0.0.1", wait_server=True)
+    try:
+        ns = Netns()
+    except Exception as e:  # noqa: BLE001 - any failure means: no namespaces here
+        skip("RDMA CM between namespaces", str(e))
+        return
+    try:
+        measure_cmtime("sv.cm.roce.connect", "softverbs_roce0 RDMA CM connect (cmtime), per connection",
+                       "softverbs-cm", ns.addr_a, ns.env("a"), ns.env("b"), ns.ns_a, ns.ns_b)
+        if limit_bin("tcp_connect").exists():
+            measure_limit_pair("limits.tcp_connect.veth", "TCP connect/accept, veth, per connection", "tcp_connect",
+                               n, "us", ns.addr_a, ns.ns_a, ns.ns_b, wait_server=True)
+    finally:
+        ns.down()
+
+
 def section_limits():
     print("machine limits", flush=True)
     if not limit_bin("memcpy_bw").exists():
@@ -903,8 +959,8 @@ def main():
     ap.add_argument("--runs", type=int, help="runs per figure (default 5; 1 with --quick)")
     ap.add_argument("--budget", type=float, default=780, help="seconds; later measurements are skipped past it")
     ap.add_argument("--timeout", type=float, default=60, help="seconds per server+client pair")
-    ap.add_argument("--only", default="host,ucx,mpi,fabric,limits,roce,sweep,scale,cost",
-                    help="comma-separated sections: host,ucx,mpi,fabric,limits,roce,sweep,scale,cost")
+    ap.add_argument("--only", default="host,ucx,mpi,fabric,limits,roce,cm,sweep,scale,cost",
+                    help="comma-separated sections: host,ucx,mpi,fabric,limits,roce,cm,sweep,scale,cost")
     ap.add_argument("--publish", action="store_true",
                     help="with --quick: still write bench/results/ and docs/ (default: only bench/results/tmp/)")
     ARGS = ap.parse_args()
@@ -938,7 +994,7 @@ def main():
     # measured once (the sweep reuses the rounds' sizes; scale and cost are
     # their own repeats or deterministic).
     rounds = (("limits", section_limits), ("host", section_host), ("ucx", section_ucx_host), ("mpi", section_mpi),
-              ("fabric", section_fabric), ("roce", section_roce))
+              ("fabric", section_fabric), ("roce", section_roce), ("cm", section_cm))
     once = (("sweep", section_sweep), ("scale", section_scale), ("cost", section_cost))
     def run_sections(sections):
         for name, fn in sections:
@@ -1004,7 +1060,7 @@ def write_doc(doc, png, results):
         "TABLE": render_table(DATA["comparisons"]),
         "PLOT": ("![bandwidth vs message size](%s)" % os.path.relpath(png, doc.parent)) if png else "(no plot)",
         "SWEEP": render_sweep(),
-        "SOFTVERBS": render_group({"softverbs-host", "softverbs-roce"}),
+        "SOFTVERBS": render_group({"softverbs-host", "softverbs-roce", "softverbs-cm"}),
         "PEERS": render_group({"ucx", "ucx-veth", "fabric"}),
         "LIMITS": render_group({"limits"}),
         "SCALE": render_group({"softverbs-scale"}),

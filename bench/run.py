@@ -782,7 +782,7 @@ def measure_cmtime(key, label, group, addr, env_s, env_c, ns_s=None, ns_c=None):
         server = ["cmtime", "-p", port, "-c", n]
         client = ["cmtime", "-s", addr, "-p", port, "-c", n]
         rc, out, sout = run_pair(server, client, env_s, env_c, ns_s, ns_c, timeout=ARGS.timeout,
-                                 retry=r"REJECTED|reject|UNREACHABLE")
+                                 retry=r"REJECTED|reject|UNREACHABLE", wait_server=False)
         cmds.append(cmdline(client, env_c, ns_c))
         m = re.search(CMTIME_CONNECT_RE, out, re.M) if rc == 0 else None
         if m is None:

@@ -18,6 +18,8 @@ inline constexpr uint32_t kFirstMwSlot = kMaxMrs / 2;       // windows take the 
 
 inline constexpr uint32_t kMaxQpWr = 16384;
 inline constexpr uint32_t kMaxSrqWr = 16384;
+inline constexpr uint32_t kMaxSrqRingMoves = 14;  // log2(kMaxSrqWr): each move at least doubles
+static_assert(1u << kMaxSrqRingMoves == kMaxSrqWr);
 inline constexpr uint32_t kMaxSge = 32;
 inline constexpr uint32_t kMaxCqe = 1u << 20;
 inline constexpr uint32_t kMaxInlineData = 1024;

@@ -243,6 +243,14 @@ struct alignas(64) SharedQp {
   QpCounters counters;
 };
 
+// A receive ring an SRQ outgrew (ibv_modify_srq, shm::rq_move): a responder
+// that looked the ring up before the move may still read it, so it is freed
+// with the SRQ's slot (invariant 7), never before.
+struct RetiredRing {
+  Offset ring;
+  uint64_t bytes;
+};
+
 struct alignas(64) SharedSrq {
   std::atomic<uint32_t> slot_state;
   OwnerId owner;
@@ -253,6 +261,9 @@ struct alignas(64) SharedSrq {
   uint32_t srqn;                     // XRC SRQ number: generation above the slot (kept across claims)
   std::atomic<uint64_t> pending_async;
   RecvQueue rq;
+  // Each move at least doubles the ring, up to kMaxSrqWr entries.
+  uint32_t retired_count;
+  RetiredRing retired[kMaxSrqRingMoves];
 };
 
 // One work completion; the fields of struct ibv_wc that a producer fills.

@@ -4,6 +4,7 @@
 #include <linux/futex.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <cerrno>
 #include <cstdio>
 #include <cstring>
@@ -204,13 +205,14 @@ uint64_t recv_ring_bytes(const RecvQueue& rq) { return static_cast<uint64_t>(rq.
 // The ring is read before the CAS: once the slot is free a new owner may
 // overwrite it. The CAS makes exactly one sweeper free the ring.
 template <class Obj>
-void release_slot(Segment& seg, Obj& o, Offset ring, uint64_t bytes) {
+bool release_slot(Segment& seg, Obj& o, Offset ring, uint64_t bytes) {
   uint32_t dead = static_cast<uint32_t>(SlotState::kDead);
   if (!o.slot_state.compare_exchange_strong(dead, static_cast<uint32_t>(SlotState::kFree),
                                             std::memory_order_acq_rel))
-    return;
+    return false;
   seg.header().pending_reclaim.fetch_sub(1, std::memory_order_relaxed);
   if (ring != 0) seg.arena_free(ring, bytes);
+  return true;
 }
 
 void reclaim_processes(Segment& seg, uint64_t now) {
@@ -255,7 +257,13 @@ void sweep(Segment& seg) {
   }
   for (uint32_t i = 0; i < kMaxSrqs; ++i) {
     SharedSrq& s = seg.srq(i);
-    if (past_grace(s, now)) release_slot(seg, s, s.rq.ring, recv_ring_bytes(s.rq));
+    if (!past_grace(s, now)) continue;
+    // Read before the slot is freed (release_slot): a new owner resets them.
+    const uint32_t retired = std::min(s.retired_count, kMaxSrqRingMoves);
+    RetiredRing rings[kMaxSrqRingMoves];
+    std::copy_n(s.retired, retired, rings);
+    if (release_slot(seg, s, s.rq.ring, recv_ring_bytes(s.rq)))
+      for (uint32_t k = 0; k < retired; ++k) seg.arena_free(rings[k].ring, rings[k].bytes);
   }
   for (uint32_t i = 0; i < kMaxCqs; ++i) {
     SharedCq& c = seg.cq(i);

@@ -43,8 +43,25 @@ inline void load_words(void* dst, const void* src, size_t bytes) {
 }
 static_assert(sizeof(RecvWqe) % 8 == 0 && sizeof(Sge) % 8 == 0);
 
+// The owner's view: only the owner moves the ring (rq_move), so it reads
+// ring and capacity plainly.
 inline RecvWqe* rq_slot(const Segment& seg, const RecvQueue& rq, uint64_t index) {
   return seg.ptr<RecvWqe>(rq.ring + (index & (rq.capacity - 1)) * rq.stride);
+}
+
+// Set in a receive queue's head while its owner moves the ring (rq_move):
+// consumers claim nothing meanwhile, as from an empty queue (RNR NAK).
+// Indices never reach this bit.
+inline constexpr uint64_t kRqHeadClosed = 1ull << 63;
+
+// A consumer's view, lock-free against a move: the capacity first (acquire;
+// rq_move stores the ring before it, release), then the ring. A new
+// capacity comes with the new ring; an old one indexes inside either ring,
+// whose entry's seq then tells whether it is the one sought.
+inline const RecvWqe* rq_consumer_slot(const Segment& seg, const RecvQueue& rq, uint64_t index) {
+  const uint32_t capacity = __atomic_load_n(&rq.capacity, __ATOMIC_ACQUIRE);
+  const Offset ring = __atomic_load_n(&rq.ring, __ATOMIC_RELAXED);
+  return seg.ptr<RecvWqe>(ring + (index & (capacity - 1)) * rq.stride);
 }
 
 // Whole cache lines: the owner posting the next entry must not write the
@@ -55,7 +72,7 @@ inline uint32_t rq_stride_for(uint32_t max_sge) {
 }
 
 inline uint64_t rq_depth(const RecvQueue& rq) {
-  return rq.tail.load(std::memory_order_acquire) - rq.head.load(std::memory_order_acquire);
+  return rq.tail.load(std::memory_order_acquire) - (rq.head.load(std::memory_order_acquire) & ~kRqHeadClosed);
 }
 
 // Owner only. Returns false when the queue is full.
@@ -102,7 +119,7 @@ inline void rq_note_polled_shared(RecvQueue& rq, uint64_t index) {
 // fetching the first line of the buffer it named (the owner's own entry),
 // which the application reads next and a peer has just written.
 inline void rq_prefetch_landed(const Segment& seg, const RecvQueue& rq, uint64_t index) {
-  const RecvWqe* w = rq_slot(seg, rq, index);
+  const RecvWqe* w = rq_consumer_slot(seg, rq, index);  // an SRQ may be growing in another thread
   if (__atomic_load_n(&w->num_sge, __ATOMIC_RELAXED) != 0)
     __builtin_prefetch(reinterpret_cast<const void*>(__atomic_load_n(&w->sge[0].addr, __ATOMIC_RELAXED)), 0);
 }
@@ -113,7 +130,8 @@ inline bool rq_take(const Segment& seg, RecvQueue& rq, uint64_t* wr_id, Sge* sge
                     uint64_t* index) {
   uint64_t head = rq.head.load(std::memory_order_acquire);
   for (;;) {
-    const RecvWqe* w = rq_slot(seg, rq, head);
+    if (head & kRqHeadClosed) return false;  // being moved: for now, empty
+    const RecvWqe* w = rq_consumer_slot(seg, rq, head);
     if (__atomic_load_n(&w->seq, __ATOMIC_ACQUIRE) != head + 1) {
       // Not published yet, or taken and reused while our head went stale.
       const uint64_t fresh = rq.head.load(std::memory_order_acquire);
@@ -132,11 +150,39 @@ inline bool rq_take(const Segment& seg, RecvQueue& rq, uint64_t* wr_id, Sge* sge
     if (rq.head.compare_exchange_weak(head, head + 1, std::memory_order_acq_rel)) {
       // The owner posts well ahead: start fetching the next entry's line now,
       // so the next message does not wait for it.
-      __builtin_prefetch(rq_slot(seg, rq, head + 1), 0);
+      __builtin_prefetch(rq_consumer_slot(seg, rq, head + 1), 0);
       *index = head;
       return true;
     }
   }
+}
+
+// Owner only, holding its post lock (no rq_post meanwhile): moves the
+// unclaimed entries onto `ring` (`capacity` slots, more than now, zeroed
+// arena memory), at the same indices, and makes consumers use it. Closing
+// head first stops claims; a consumer that copied an entry out of the old
+// ring before still claims it by its CAS on the reopened head, and what it
+// copied is what was moved, since nothing writes the old ring again. The
+// old ring must outlive every consumer that may still read it (SharedSrq::
+// retired).
+inline void rq_move(const Segment& seg, RecvQueue& rq, Offset ring, uint32_t capacity) {
+  uint64_t head = rq.head.load(std::memory_order_acquire);
+  while (!rq.head.compare_exchange_weak(head, head | kRqHeadClosed, std::memory_order_acq_rel)) {
+  }
+  const uint64_t tail = rq.tail.load(std::memory_order_relaxed);
+  for (uint64_t i = head; i < tail; ++i) {
+    const RecvWqe* from = rq_slot(seg, rq, i);
+    RecvWqe* to = seg.ptr<RecvWqe>(ring + (i & (capacity - 1)) * rq.stride);
+    const auto* src = reinterpret_cast<const uint64_t*>(from);
+    auto* dst = reinterpret_cast<uint64_t*>(to);
+    for (size_t k = 1; k < rq.stride / sizeof(uint64_t); ++k)
+      __atomic_store_n(&dst[k], __atomic_load_n(&src[k], __ATOMIC_RELAXED), __ATOMIC_RELAXED);
+    static_assert(offsetof(RecvWqe, seq) == 0);
+    __atomic_store_n(&to->seq, i + 1, __ATOMIC_RELEASE);  // as rq_post publishes
+  }
+  __atomic_store_n(&rq.ring, ring, __ATOMIC_RELAXED);
+  __atomic_store_n(&rq.capacity, capacity, __ATOMIC_RELEASE);
+  rq.head.store(head, std::memory_order_release);
 }
 
 // ---- Completion queues ----------------------------------------------------

@@ -257,6 +257,61 @@ TEST_F(RingsTest, RecvQueueIsFifoAndBounded) {
   EXPECT_FALSE(rq_take(*seg_, rq, &wr_id, out, &n, &index));
 }
 
+// An SRQ grows under its consumers (rq_move): entries keep their indices
+// and order; a consumer that copied an entry out of the old ring before the
+// move claims it afterwards, once; nothing is claimed while head is closed.
+TEST_F(RingsTest, RecvQueueMoveKeepsEntriesAndClaims) {
+  RecvQueue& rq = make_rq(6, 4, 1);
+  for (uint64_t i = 0; i < 4; ++i) {
+    const Sge sge{100 + i, 8, 7};
+    ASSERT_TRUE(rq_post(*seg_, rq, i, &sge, 1));
+  }
+  uint64_t wr_id, index;
+  uint32_t n;
+  Sge out[1];
+  ASSERT_TRUE(rq_take(*seg_, rq, &wr_id, out, &n, &index));
+  EXPECT_EQ(wr_id, 0u);
+  // A consumer's look at entry 1 in the old ring, before the move.
+  const uint64_t seen_head = rq.head.load();
+  const RecvWqe* old_entry = rq_consumer_slot(*seg_, rq, seen_head);
+  EXPECT_EQ(old_entry->wr_id, 1u);
+
+  const Offset old_ring = rq.ring;
+  Result<Offset> ring = seg_->arena_alloc(16 * rq.stride);
+  ASSERT_TRUE(ring.is_ok());
+  rq_move(*seg_, rq, ring.value(), 16);
+  EXPECT_EQ(rq.capacity, 16u);
+  EXPECT_NE(rq.ring, old_ring);
+  EXPECT_EQ(rq.head.load(), seen_head) << "reopened where it was";
+  // That consumer's claim succeeds on the reopened head, with what it copied.
+  uint64_t expected = seen_head;
+  ASSERT_TRUE(rq.head.compare_exchange_strong(expected, seen_head + 1));
+  // The rest come from the new ring, in order, and the new size is usable.
+  for (uint64_t i = 4; i < 16; ++i) {
+    const Sge sge{100 + i, 8, 7};
+    ASSERT_TRUE(rq_post(*seg_, rq, i, &sge, 1)) << i;
+  }
+  // The two claimed entries' slots are free: 18 posted in all, then full.
+  for (uint64_t i = 16; i < 18; ++i) {
+    const Sge sge{100 + i, 8, 7};
+    ASSERT_TRUE(rq_post(*seg_, rq, i, &sge, 1)) << i;
+  }
+  const Sge extra{0, 8, 7};
+  EXPECT_FALSE(rq_post(*seg_, rq, 99, &extra, 1));
+  // While head is closed, a consumer finds nothing (as empty).
+  rq.head.fetch_or(kRqHeadClosed);
+  EXPECT_FALSE(rq_take(*seg_, rq, &wr_id, out, &n, &index));
+  EXPECT_EQ(rq_depth(rq), 16u);
+  rq.head.fetch_and(~kRqHeadClosed);
+  for (uint64_t i = 2; i < 18; ++i) {
+    ASSERT_TRUE(rq_take(*seg_, rq, &wr_id, out, &n, &index));
+    EXPECT_EQ(wr_id, i);
+    EXPECT_EQ(index, i);
+    EXPECT_EQ(out[0].addr, 100 + i);
+  }
+  EXPECT_FALSE(rq_take(*seg_, rq, &wr_id, out, &n, &index));
+}
+
 // Polled completions free slots for the owner, but a note for an entry never
 // posted (a stale or foreign completion) must not let a post overwrite an
 // entry nobody has claimed.

@@ -126,7 +126,7 @@ bool Responder::take_recv_wqe() {
     if (srq->slot_state.load(std::memory_order_acquire) != static_cast<uint32_t>(shm::SlotState::kLive)) return false;
   }
   if (srq != nullptr) rq = &srq->rq;
-  if (rq->ring == 0) return false;
+  if (__atomic_load_n(&rq->ring, __ATOMIC_RELAXED) == 0) return false;  // an SRQ's owner may be moving it
   uint32_t n = 0;
   if (!shm::rq_take(seg_, *rq, &st_.recv_wr_id, st_.recv_sge, &n, &st_.recv_index)) return false;
   st_.recv_num_sge = n;

@@ -158,7 +158,7 @@ void note_recv_polled(shm::Segment& seg, const shm::Cqe& cqe) {
   }
   // A basic SRQ: its posts, like a QP's, then need not read the consumers' head.
   shm::SharedSrq& srq = seg.srq(qp.srq - 1);
-  if (srq.rq.ring == 0) return;
+  if (__atomic_load_n(&srq.rq.ring, __ATOMIC_RELAXED) == 0) return;  // another thread may be growing it
   shm::rq_prefetch_landed(seg, srq.rq, cqe.rq_index);
   shm::rq_note_polled_shared(srq.rq, cqe.rq_index);
 }

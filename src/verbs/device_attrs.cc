@@ -23,7 +23,7 @@ void fill_device_attr(const shm::Segment& seg, ibv_device_attr* a) {
   a->max_qp_wr = static_cast<int>(shm::kMaxQpWr);
   a->device_cap_flags = IBV_DEVICE_RC_RNR_NAK_GEN | IBV_DEVICE_SHUTDOWN_PORT | IBV_DEVICE_PORT_ACTIVE_EVENT |
                         IBV_DEVICE_SYS_IMAGE_GUID | IBV_DEVICE_CHANGE_PHY_PORT | IBV_DEVICE_RESIZE_MAX_WR |
-                        IBV_DEVICE_MEM_WINDOW | IBV_DEVICE_MEM_WINDOW_TYPE_2B | IBV_DEVICE_XRC;
+                        IBV_DEVICE_MEM_WINDOW | IBV_DEVICE_MEM_WINDOW_TYPE_2B | IBV_DEVICE_XRC | IBV_DEVICE_SRQ_RESIZE;
   a->max_sge = static_cast<int>(shm::kMaxSge);
   a->max_sge_rd = static_cast<int>(shm::kMaxSge);
   a->max_cq = static_cast<int>(shm::kMaxCqs);
@@ -47,7 +47,7 @@ void fill_device_attr(const shm::Segment& seg, ibv_device_attr* a) {
   a->max_ah = 1 << 20;
   a->max_fmr = 0;
   a->max_map_per_fmr = 0;
-  // Basic and XRC SRQs, one table; no IBV_DEVICE_SRQ_RESIZE: an SRQ's ring cannot grow (verbs/srq.cc).
+  // Basic and XRC SRQs, one table; ibv_modify_srq grows one (IBV_DEVICE_SRQ_RESIZE).
   a->max_srq = static_cast<int>(shm::kMaxSrqs);
   a->max_srq_wr = static_cast<int>(shm::kMaxSrqWr);
   a->max_srq_sge = static_cast<int>(shm::kMaxSge);

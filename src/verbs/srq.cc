@@ -1,5 +1,6 @@
 #include "verbs/srq.h"
 
+#include <bit>
 #include <cerrno>
 #include <new>
 
@@ -134,17 +135,37 @@ Status Srq::modify(const ibv_srq_attr& a, int mask) {
   std::lock_guard lock(modify_mu_);
   shm::RecvQueue& rq = shared_->rq;
   // ibv_modify_srq(3): invalid attributes change nothing, so check all first.
+  const bool grow = (mask & IBV_SRQ_MAX_WR) && a.max_wr > rq.capacity;
   if (mask & IBV_SRQ_MAX_WR) {
     if (a.max_wr == 0 || a.max_wr > shm::kMaxSrqWr || a.max_wr < shm::rq_depth(rq)) return Status::error(EINVAL);
-    // Responders in other processes take from the ring lock-free, so it
-    // cannot move: a size that fits is honoured, growing is not
-    // (IBV_DEVICE_SRQ_RESIZE is not among the device's capabilities).
-    if (a.max_wr > rq.capacity) return Status::error(EOPNOTSUPP);
   }
-  if ((mask & IBV_SRQ_LIMIT) && a.srq_limit > rq.capacity) return Status::error(EINVAL);
+  // The limit is checked against the size the SRQ will have.
+  const uint32_t capacity = grow ? std::bit_ceil(a.max_wr) : rq.capacity;
+  if ((mask & IBV_SRQ_LIMIT) && a.srq_limit > capacity) return Status::error(EINVAL);
+  // A size the SRQ has is honoured as it is: the ring never shrinks.
+  if (grow) {
+    const Status s = grow_to(capacity);
+    if (!s.is_ok()) return s;
+  }
   // IBA 10.2.9.3: arms the limit (0 disarms); the event fires once the
   // queue holds fewer WQEs than the limit after a responder takes one.
   if (mask & IBV_SRQ_LIMIT) rq.limit.store(a.srq_limit, std::memory_order_release);
+  return Status::ok();
+}
+
+Status Srq::grow_to(uint32_t capacity) {
+  shm::Segment& seg = ctx_->device().seg();
+  shm::SharedSrq& s = *shared_;
+  if (s.retired_count >= shm::kMaxSrqRingMoves) return Status::error(ENOMEM);  // cannot happen: each move doubles
+  const uint64_t bytes = static_cast<uint64_t>(capacity) * s.rq.stride;
+  Result<shm::Offset> ring = seg.arena_alloc(bytes);
+  if (!ring.is_ok()) return ring.status();
+  // Peers' responders take from the ring lock-free: the entries move under
+  // a closed head (shm::rq_move), and the old ring stays until the SRQ's
+  // slot is reclaimed, for a responder that looked it up before the move.
+  std::lock_guard lock(post_mu_);
+  s.retired[s.retired_count++] = {s.rq.ring, static_cast<uint64_t>(s.rq.capacity) * s.rq.stride};
+  shm::rq_move(seg, s.rq, ring.value(), capacity);
   return Status::ok();
 }
 

@@ -61,6 +61,8 @@ class Srq {
   Context* context() { return ctx_; }
   uint32_t slot() const { return slot_; }
 
+  // IBV_SRQ_MAX_WR above the size grows the ring (shm::rq_move), keeping
+  // the WQEs it holds in order; a smaller size keeps the ring.
   Status modify(const ibv_srq_attr& attr, int mask);
   Status query(ibv_srq_attr* attr);
   int post_recv(ibv_recv_wr* wr, ibv_recv_wr** bad);
@@ -94,6 +96,7 @@ class Srq {
   uint32_t slot_ = 0;
   shm::SharedSrq* shared_ = nullptr;
   SpinMutex post_mu_;
+  Status grow_to(uint32_t capacity);  // REQUIRES: modify_mu_ held
   std::mutex modify_mu_;
   std::atomic<uint32_t> users_{0};
   uint64_t event_token_ = 0;

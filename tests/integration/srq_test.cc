@@ -515,6 +515,82 @@ TEST(Srq, RnrNakWhenEmptyThenSuccess) {
       });
 }
 
+// ibv_modify_srq(3) with IBV_SRQ_MAX_WR grows an SRQ (IBV_DEVICE_SRQ_RESIZE)
+// while a peer's responder takes from it: every WQE posted before or after
+// a growth is consumed exactly once, in order, and the new size is usable.
+TEST(Srq, GrowsWhileAPeerSends) {
+  constexpr int kMessages = 600;
+  run_pair(
+      "sender",
+      [&](Proc& p) {
+        QpConfig forever;
+        forever.rnr_retry = 7;  // IBA 9.7.5.2.8: an empty SRQ only delays
+        auto ep = sender(p.peer(), {forever});
+        ASSERT_NE(nullptr, ep);
+        auto src = Region::create(ep->pd.get(), 8);
+        ASSERT_NE(nullptr, src);
+        for (int i = 0; i < kMessages; ++i) {
+          std::memcpy(src->data(), &i, sizeof i);
+          Wr w = wr_send(static_cast<uint64_t>(i), {src->sge(0, sizeof i)});
+          ASSERT_TRUE(run_wr_expect(ep->qp(0), w, IBV_WC_SUCCESS)) << "message " << i;
+        }
+        ASSERT_TRUE(p.peer().wait("verified"));
+      },
+      "receiver",
+      [&](Proc& p) {
+        auto ep = Endpoint::open();
+        ASSERT_NE(nullptr, ep);
+        ASSERT_NE(0, ep->dev.device_cap_flags & IBV_DEVICE_SRQ_RESIZE);
+        SrqPtr srq = create_srq(ep->pd.get(), 2, 1);
+        ASSERT_NE(nullptr, srq);
+        CqPtr rcq = create_cq(ep->ctx.get(), 1024);
+        ASSERT_NE(nullptr, rcq);
+        auto dst = Region::create(ep->pd.get(), 8 * 1024);
+        ASSERT_NE(nullptr, dst);
+        QpConfig c = on_srq({}, srq.get());
+        c.min_rnr_timer = 1;  // 0.01 ms
+        QpList qps;
+        qps.push_back(TestQp::create(ep->ctx.get(), ep->pd.get(), ep->port, c, nullptr, rcq.get()));
+        ASSERT_NE(nullptr, qps.back());
+        ASSERT_TRUE(connect_over(p.peer(), {qps[0].get()}));
+        uint32_t size = 2;
+        int posted = 0;
+        int received = 0;
+        int grown_at = -1;
+        auto post_upto = [&](int n) {
+          for (; posted < n && posted < kMessages; ++posted)
+            ASSERT_TRUE(post_srq(srq.get(), static_cast<uint64_t>(posted),
+                                 {dst->sge(static_cast<uint64_t>(posted % 1024) * 8, 8)}));
+        };
+        post_upto(2);
+        while (received < kMessages) {
+          // Keep the SRQ full, growing it every 50 messages up to 512.
+          if (received % 50 == 0 && received != grown_at && size < 512) {
+            grown_at = received;
+            ibv_srq_attr m{};
+            m.max_wr = size * 2;
+            ASSERT_EQ(0, ibv_modify_srq(srq.get(), &m, IBV_SRQ_MAX_WR));
+            ibv_srq_attr q{};
+            ASSERT_EQ(0, ibv_query_srq(srq.get(), &q));
+            ASSERT_EQ(size * 2, q.max_wr);
+            size *= 2;
+          }
+          post_upto(received + static_cast<int>(size));
+          ibv_wc wc{};
+          ASSERT_TRUE(poll_one(rcq.get(), &wc));
+          ASSERT_EQ(IBV_WC_SUCCESS, wc.status);
+          ASSERT_EQ(static_cast<uint64_t>(received), wc.wr_id) << "in order, once each";
+          int got = -1;
+          std::memcpy(&got, dst->data() + (received % 1024) * 8, sizeof got);
+          ASSERT_EQ(received, got);
+          ++received;
+        }
+        EXPECT_EQ(512u, size);
+        EXPECT_TRUE(expect_no_completion(rcq.get(), Millis(0), "after the last message"));
+        ASSERT_TRUE(p.peer().signal("verified"));
+      });
+}
+
 // ibv_post_srq_recv(3): a WR with more SGEs than the SRQ's max_sge fails with
 // EINVAL, bad_wr names it, the WRs before it are posted and those after it
 // not; a full SRQ refuses with ENOMEM.
@@ -618,10 +694,10 @@ TEST(Srq, DestroyBusyAndBadInput) {
     EXPECT_GE(attr.max_wr, 10u);
     EXPECT_EQ(0u, attr.srq_limit);
     ibv_srq_attr m{};
-    m.max_wr = attr.max_wr + 1;
-    EXPECT_EQ(EOPNOTSUPP, ibv_modify_srq(srq.get(), &m, IBV_SRQ_MAX_WR)) << "growing an SRQ";
     m.max_wr = attr.max_wr;
     EXPECT_EQ(0, ibv_modify_srq(srq.get(), &m, IBV_SRQ_MAX_WR)) << "a size it has";
+    m.max_wr = static_cast<uint32_t>(ep->dev.max_srq_wr) + 1;
+    EXPECT_EQ(EINVAL, ibv_modify_srq(srq.get(), &m, IBV_SRQ_MAX_WR)) << "above the device's max_srq_wr";
     m.srq_limit = attr.max_wr + 1;
     EXPECT_EQ(EINVAL, ibv_modify_srq(srq.get(), &m, IBV_SRQ_LIMIT)) << "a limit above max_wr";
     EXPECT_EQ(0u, srq_limit(srq.get())) << "a failed modify changes nothing";

@@ -115,9 +115,9 @@ void note_next_recv_buf(transport::SendSide& s, shm::Segment& seg, uint32_t slot
   const shm::SharedQp& qp = seg.qp(slot);
   const shm::RecvQueue& rq = qp.srq != 0 && qp.srq <= shm::kMaxSrqs ? seg.srq(qp.srq - 1).rq : qp.rq;
   uintptr_t hint = 0;
-  if (rq.ring != 0) {
+  if (__atomic_load_n(&rq.ring, __ATOMIC_RELAXED) != 0) {
     const uint64_t head = rq.head.load(std::memory_order_relaxed);
-    const shm::RecvWqe* w = shm::rq_slot(seg, rq, head);
+    const shm::RecvWqe* w = shm::rq_consumer_slot(seg, rq, head & ~shm::kRqHeadClosed);
     if (__atomic_load_n(&w->seq, __ATOMIC_ACQUIRE) == head + 1 && __atomic_load_n(&w->num_sge, __ATOMIC_RELAXED) != 0) {
       const uint64_t va = __atomic_load_n(&w->sge[0].addr, __ATOMIC_RELAXED);
       const uint32_t lkey = __atomic_load_n(&w->sge[0].lkey, __ATOMIC_RELAXED);

@@ -84,13 +84,13 @@ struct Timeouts {
   std::mutex mu;
   std::condition_variable cv;
   std::vector<Entry> pending;
-  bool started = false;
+  pid_t thread_pid = 0;  // the process whose thread runs: a forked child starts its own
 
   void add(Entry e) {
     std::lock_guard<std::mutex> lock(mu);
     pending.push_back(std::move(e));
-    if (!started) {
-      started = true;
+    if (thread_pid != getpid()) {
+      thread_pid = getpid();
       std::thread([this] { run(); }).detach();
     }
     cv.notify_one();

@@ -3,7 +3,9 @@
 #include <infiniband/verbs.h>
 #include <unistd.h>
 
-#include <cstdio>
+#include <algorithm>
+#include <cstring>
+#include <string>
 
 #include "verbs/device_attrs.h"
 #include "verbs/port_config.h"
@@ -40,7 +42,9 @@ PortView port_view(const shm::Segment& seg) {
   // The same text as the sysfs tree's node_desc (abi/ibverbs/sysfs_tree.cc).
   char host[64] = "softverbs";
   gethostname(host, sizeof host - 1);
-  std::snprintf(v.node_desc, sizeof v.node_desc, "%s %s", host, verbs::port_config().device_name.c_str());
+  // IBA 14.2.5.2: 64 bytes, NUL-padded, not necessarily NUL-terminated.
+  const std::string desc = std::string(host) + " " + verbs::port_config().device_name;
+  std::memcpy(v.node_desc, desc.data(), std::min(desc.size(), sizeof v.node_desc));
   return v;
 }
 

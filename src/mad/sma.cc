@@ -1,6 +1,7 @@
 #include "mad/sma.h"
 
 #include <cstring>
+#include <initializer_list>
 
 #include "mad/mad_layout.h"
 
@@ -51,6 +52,8 @@ using VlStallCount = Field<42, 0, 3>;
 using HoqLife = Field<42, 3, 5>;
 using OperationalVls = Field<43, 0, 4>;
 using GuidCap = BeField<50, 1>;
+using MKeyLeasePeriod = BeField<26, 2>;
+using MKeyProtectBits = Field<34, 0, 2>;
 using SubnetTimeout = Field<51, 3, 5>;
 using RespTimeValue = Field<52, 3, 5>;
 using LinkSpeedExtActive = Field<62, 0, 4>;
@@ -132,6 +135,37 @@ MadStatus fill_port_info(const PortView& p, uint32_t modifier, uint8_t* d) {
   LinkSpeedExtSupported::set(d, p.speed_ext_active == 0 ? 0 : kLinkSpeedExtFdrEdr);
   LinkSpeedExtEnabled::set(d, p.speed_ext_active == 0 ? 0 : kLinkSpeedExtFdrEdr);
   return MadStatus::kOk;
+}
+
+// IBA 14.2.5.6 PortInfo Set. The port's state is the built-in SM's (the
+// segment header) and the data path's, so the SMA takes a Set that leaves
+// every writable field as it is or uses the encoding for "no change"
+// (C14-24.x: 0 for PortState, PortPhysicalState, LinkDownDefaultState,
+// OperationalVLs, the Enabled fields; 255/15/30 for "set to supported"),
+// and answers 0x1C, changing nothing, for any other value. Read-only fields
+// are ignored, as the IBA requires.
+MadStatus check_port_info_set(const PortView& p, uint32_t modifier, const uint8_t* in) {
+  if (modifier > 1) return MadStatus::kInvalidField;
+  using namespace port_info;
+  auto keeps = [](uint64_t v, uint64_t current, std::initializer_list<uint64_t> no_change) {
+    if (v == current) return true;
+    for (uint64_t n : no_change)
+      if (v == n) return true;
+    return false;
+  };
+  const bool ok = MKey::get(in) == 0 && MKeyLeasePeriod::get(in) == 0 && MKeyProtectBits::get(in) == 0 &&
+                  GidPrefix::get(in) == p.gid_prefix && Lid::get(in) == p.lid && MasterSmLid::get(in) == p.sm_lid &&
+                  Lmc::get(in) == p.lmc && MasterSmSl::get(in) == p.sm_sl &&
+                  keeps(LinkWidthEnabled::get(in), p.width_active, {0, 255}) &&
+                  keeps(PortState::get(in), p.port_state, {0}) &&
+                  keeps(PortPhysicalState::get(in), p.phys_state, {0}) &&
+                  keeps(LinkDownDefaultState::get(in), kLinkDownPolling, {0}) &&
+                  keeps(LinkSpeedEnabled::get(in), kLinkSpeed2_5, {0, 15}) &&
+                  keeps(NeighborMtu::get(in), p.mtu, {}) && keeps(VlHighLimit::get(in), 0, {}) &&
+                  keeps(OperationalVls::get(in), p.vl_cap, {0}) &&
+                  keeps(SubnetTimeout::get(in), p.subnet_timeout, {}) &&
+                  keeps(LinkSpeedExtEnabled::get(in), p.speed_ext_active == 0 ? 0 : kLinkSpeedExtFdrEdr, {0, 30, 31});
+  return ok ? MadStatus::kOk : MadStatus::kInvalidField;
 }
 
 MadStatus fill_guid_info(const PortView& p, uint32_t block, uint8_t* d) {
@@ -228,9 +262,17 @@ Disposition answer_smp(const PortView& port, const uint8_t* in, size_t len, uint
     std::memset(out + kSmpDataOffset, 0, kSmpDataBytes);
     status = static_cast<uint16_t>(fill_get(port, AttributeId::get(in), AttributeModifier::get(in), out + kSmpDataOffset));
   } else if (method == static_cast<uint8_t>(MethodId::kSet)) {
-    // No attribute is writable yet: Set is answered as unsupported, and the
-    // data goes back as it came.
-    status = static_cast<uint16_t>(MadStatus::kAttributeUnsupported);
+    const uint16_t attr = AttributeId::get(in);
+    const uint32_t modifier = AttributeModifier::get(in);
+    if (static_cast<SmpAttr>(attr) == SmpAttr::kPortInfo) {
+      // Answered, whatever the outcome, with the attribute as it now stands.
+      status = static_cast<uint16_t>(check_port_info_set(port, modifier, in + kSmpDataOffset));
+      std::memset(out + kSmpDataOffset, 0, kSmpDataBytes);
+      fill_port_info(port, modifier, out + kSmpDataOffset);
+    } else {
+      // No other attribute is writable yet; the data goes back as it came.
+      status = static_cast<uint16_t>(MadStatus::kAttributeUnsupported);
+    }
   } else if (method == static_cast<uint8_t>(MethodId::kTrapRepress)) {
     return Disposition::kDrop;  // the SMA sends no traps, so none to repress
   } else {

@@ -135,8 +135,8 @@ TEST(Sma, StatusForWhatItCannotAnswer) {
   EXPECT_EQ(DrStatus::get(a.out.data()), 0x000c);
   EXPECT_EQ(DrDirection::get(a.out.data()), 1);
   EXPECT_EQ(data_of(a.out.data()), padded({}));
-  // Set of an attribute it has but cannot write yet.
-  a = ask(smp(0x02, 0x0015, 0, -1));
+  // Set of an attribute it cannot write yet.
+  a = ask(smp(0x02, 0x0016, 0, -1));
   EXPECT_EQ(Status::get(a.out.data()), 0x000c);
   // A method the SMA has not (Send).
   a = ask(smp(0x03, 0x0011, 0, -1));
@@ -160,6 +160,44 @@ TEST(Sma, StatusForWhatItCannotAnswer) {
   no_sm.cap_mask &= ~2u;
   a = ask(smp(0x01, 0x0020, 0, -1), no_sm);
   EXPECT_EQ(Status::get(a.out.data()), 0x000c);
+}
+
+TEST(Sma, PortInfoSetTakesOnlyWhatThePortIs) {
+  // What a Get returns, sent back as a Set: accepted, answered with the same.
+  const Answer got = ask(smp(0x01, 0x0015, 0, -1));
+  auto set = smp(0x02, 0x0015, 0, -1);
+  std::memcpy(set.data() + kSmpDataOffset, got.out.data() + kSmpDataOffset, kSmpDataBytes);
+  Answer a = ask(set);
+  ASSERT_EQ(a.d, Disposition::kRespond);
+  EXPECT_EQ(a.out[3], 0x81);
+  EXPECT_EQ(Status::get(a.out.data()), 0);
+  EXPECT_EQ(data_of(a.out.data()), data_of(got.out.data()));
+  // The "no change" encodings: PortState NOP, LinkWidthEnabled 255, OperationalVLs 0.
+  auto nop = set;
+  nop[kSmpDataOffset + 32] &= 0xf0;
+  nop[kSmpDataOffset + 29] = 0xff;
+  nop[kSmpDataOffset + 43] &= 0x0f;
+  EXPECT_EQ(Status::get(ask(nop).out.data()), 0);
+  // A change the port cannot make: 0x1C, and the answer shows the port unchanged.
+  const std::pair<size_t, uint8_t> changes[] = {
+      {17, 0x05},  // LID 5
+      {19, 0x07},  // MasterSMLID 7
+      {7, 0x01},   // an M_Key
+      {36, 0x40},  // NeighborMTU 2048
+      {38, 0x04},  // VLHighLimit 4
+      {32, 0x13},  // PortState Armed
+  };
+  for (const auto& [offset, value] : changes) {
+    auto bad = set;
+    bad[kSmpDataOffset + offset] = value;
+    a = ask(bad);
+    EXPECT_EQ(Status::get(a.out.data()), 0x001c) << offset;
+    EXPECT_EQ(data_of(a.out.data()), data_of(got.out.data())) << offset;
+  }
+  // A read-only field is ignored (CapabilityMask).
+  auto ro = set;
+  ro[kSmpDataOffset + 23] ^= 0x01;
+  EXPECT_EQ(Status::get(ask(ro).out.data()), 0);
 }
 
 TEST(Sma, WhatItDoesNotAnswer) {

@@ -65,6 +65,11 @@ case $scenario in
     run list ibstat -l
     [ "$(cat "$work/list")" = softverbs0 ] || fail "ibstat -l: $(cat "$work/list")"
     if timeout 20 ibstat nosuchca >"$work/bad" 2>&1; then fail "ibstat of an unknown CA succeeded"; fi
+    # The synthetic sysfs tree libibverbs wrote for ibv_devinfo says the same.
+    sys=$SOFTVERBS_DEVICE_PATH.sysfs/class/infiniband/softverbs0/ports/1
+    grep -q "Capability mask: $(cat "$sys/cap_mask")" "$work/ibstat" || fail "cap_mask is not sysfs' $(cat "$sys/cap_mask")"
+    grep -q "Rate: $(awk '{ print $1 }' "$sys/rate")\$" "$work/ibstat" || fail "rate is not sysfs' $(cat "$sys/rate")"
+    grep -q "SM lid: $(( $(cat "$sys/sm_lid") ))" "$work/ibstat" || fail "SM lid is not sysfs'"
     ;;
   ibstat-roce)
     export SOFTVERBS_ROCE_ADDR=127.0.0.1 SOFTVERBS_ROCE_PORT=$(( 33000 + $$ % 2000 ))

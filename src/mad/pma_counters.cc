@@ -7,13 +7,17 @@
 #include <algorithm>
 #include <string>
 
+#include "verbs/port_config.h"
+
 namespace softverbs::mad {
 namespace {
 
-// What each packet carries besides its payload, LRH through ICRC (8 + 12 +
-// 4 octets), as PortXmitData/PortRcvData count it (IBA 16.1.3.5). Extension
-// headers (RETH, AETH...) are not known here and left out.
-constexpr uint64_t kPacketOverheadBytes = 24;
+// What each packet carries besides its payload, as PortXmitData/PortRcvData
+// count it (IBA 16.1.3.5: from the LRH to the ICRC): LRH 8 + BTH 12 + ICRC 4
+// on InfiniBand; RoCE has no LRH. Extension headers (RETH, AETH...) are not
+// known here and left out.
+constexpr uint64_t kIbOverheadBytes = 24;
+constexpr uint64_t kRoceOverheadBytes = 16;
 
 struct Totals {
   uint64_t xmit_packets = 0, xmit_bytes = 0, rcv_packets = 0, rcv_bytes = 0;
@@ -62,8 +66,13 @@ PmaCounters raw_pma_counters(const shm::Segment& seg) {
   c.v[kSymbolErrors] = t.symbol_errors;
   c.v[kRcvErrors] = t.rcv_errors;
   c.v[kXmitDiscards] = t.xmit_discards;
-  c.v[kXmitData] = (t.xmit_bytes + t.xmit_packets * kPacketOverheadBytes) / 4;
-  c.v[kRcvData] = (t.rcv_bytes + t.rcv_packets * kPacketOverheadBytes) / 4;
+  // The host link counts payload; the UDP link counts whole datagrams (BTH
+  // to ICRC) on transmit and payload on receipt (src/fabric/udp).
+  const bool roce = verbs::port_config().roce;
+  const uint64_t xmit_overhead = roce ? 0 : kIbOverheadBytes;
+  const uint64_t rcv_overhead = roce ? kRoceOverheadBytes : kIbOverheadBytes;
+  c.v[kXmitData] = (t.xmit_bytes + t.xmit_packets * xmit_overhead) / 4;
+  c.v[kRcvData] = (t.rcv_bytes + t.rcv_packets * rcv_overhead) / 4;
   c.v[kXmitPkts] = t.xmit_packets;
   c.v[kRcvPkts] = t.rcv_packets;
   return c;

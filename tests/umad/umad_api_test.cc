@@ -244,6 +244,19 @@ TEST_F(Umad, ClosingWithATimeoutPendingIsHarmless) {
   std::this_thread::sleep_for(std::chrono::milliseconds(80));  // the timer fires on a closed port
 }
 
+TEST_F(Umad, AProgramClosingTheFdItselfIsNotKilled) {
+  long mask[16 / sizeof(long)] = {};
+  const int agent = umad_register(fd_, 0x01, 1, 0, mask);
+  Buffer req = request(0x01, 0x0011, 1, 9);
+  ASSERT_EQ(umad_send(fd_, agent, req.umad(), kMad, 20, 0), 0);
+  ASSERT_EQ(close(fd_), 0);  // not umad_close_port: the answer finds no reader (no SIGPIPE)
+  std::this_thread::sleep_for(std::chrono::milliseconds(80));
+  Buffer again = request(0x81, 0x0011, 2);
+  const int dr = umad_register(fd_, 0x81, 1, 0, mask);
+  EXPECT_EQ(umad_send(fd_, dr, again.umad(), kMad, 20, 0), 0);
+  fd_ = -1;  // its number is the program's to reuse
+}
+
 TEST(UmadBuffer, AddressHelpers) {
   Buffer b;
   EXPECT_EQ(umad_size(), 64u);

@@ -1,15 +1,16 @@
 // Open ports, agents, and MADs to and from them.
 //
-// An open port is a packet-mode pipe (O_DIRECT): the fd umad_open_port
-// returns is its read end, so poll/epoll/read on it behave as on the
-// kernel's umad device: readable while answers are queued, a blocking read
-// returns one whole ib_user_mad. umad_send answers a MAD for this port's own
+// An open port is a SOCK_SEQPACKET socket pair: the fd umad_open_port
+// returns is one end, so poll/epoll/read on it behave as on the kernel's
+// umad device: readable while answers are queued, a blocking read returns
+// one whole ib_user_mad. (A pipe would do the same, but a write after the
+// program closed its end would raise SIGPIPE; send() can refuse quietly.) umad_send answers a MAD for this port's own
 // agents at once, in the caller's thread (mad/agent.h); a MAD that gets no
 // answer (another port, a directed route out of the port, a class with no
 // agent in the device) comes back after timeout_ms x (retries + 1) with
 // status ETIMEDOUT, queued by one timer thread per process.
-#include <fcntl.h>
 #include <poll.h>
+#include <sys/socket.h>
 #include <unistd.h>
 
 #include <algorithm>
@@ -34,13 +35,14 @@ namespace {
 using Clock = std::chrono::steady_clock;
 constexpr size_t kUmadHeader = sizeof(ib_user_mad);
 constexpr size_t kRecordBytes = kUmadHeader + mad::kMadBytes;
-// Answers a port holds before it drops more, as a full receive queue would.
-constexpr int kPipeBytes = 256 * 4096;
+// Answers a port holds before it drops more, as a full receive queue would
+// (the kernel caps it at net.core.wmem_max).
+constexpr int kQueueBytes = 1 << 20;
 constexpr uint32_t kQp1QKey = 0x80010000;
 
 struct Agent {
   bool used = false;
-  uint8_t mgmt_class = 0;
+  uint8_t mgmt_class = 0;  // what unsolicited MADs will be routed by (QP1 demux, later)
 };
 
 struct OpenPort {
@@ -66,12 +68,12 @@ std::shared_ptr<OpenPort> port_of(int fd) {
   return it == ports().end() ? nullptr : it->second;
 }
 
-// One whole record into the pipe; a full pipe drops it (the sender then sees
+// One whole record to the port; a full queue drops it (the sender then sees
 // its own timeout, as on an overrun receive queue).
 void deliver(OpenPort& port, const uint8_t* record) {
   std::lock_guard<std::mutex> lock(port.mu);
   if (port.closed) return;
-  (void)!write(port.write_fd, record, kRecordBytes);
+  (void)!send(port.write_fd, record, kRecordBytes, MSG_DONTWAIT | MSG_NOSIGNAL);
 }
 
 // The timer thread: sends that expect an answer that will not come.
@@ -145,9 +147,9 @@ SV_UMAD_EXPORT int umad_open_port(const char* ca_name, int portnum) {
   if (resolve_ca(ca_name) == nullptr) return -ENODEV;
   if (resolve_port(portnum) < 0) return -EINVAL;
   int fds[2];
-  if (pipe2(fds, O_DIRECT | O_CLOEXEC) != 0) return -errno;
-  fcntl(fds[1], F_SETFL, O_NONBLOCK);
-  fcntl(fds[1], F_SETPIPE_SZ, kPipeBytes);  // best effort: the default holds 16 answers
+  if (socketpair(AF_UNIX, SOCK_SEQPACKET | SOCK_CLOEXEC, 0, fds) != 0) return -errno;
+  shutdown(fds[0], SHUT_WR);  // the program's end only reads
+  setsockopt(fds[1], SOL_SOCKET, SO_SNDBUF, &kQueueBytes, sizeof kQueueBytes);  // best effort
   auto port = std::make_shared<OpenPort>();
   port->read_fd = fds[0];
   port->write_fd = fds[1];

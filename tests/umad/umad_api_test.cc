@@ -9,7 +9,9 @@
 
 #include <atomic>
 #include <chrono>
+#include <cstdlib>
 #include <cstring>
+#include <string>
 #include <thread>
 #include <vector>
 
@@ -49,6 +51,17 @@ Buffer request(uint8_t mgmt_class, uint16_t attr, uint64_t tid, uint16_t dlid = 
   umad_set_addr(b.umad(), dlid, mgmt_class == 0x04 ? 1 : 0, 0, mgmt_class == 0x04 ? 0x80010000 : 0);
   return b;
 }
+
+// The device segment and what lives beside it go when the tests are done.
+class RemoveSegment : public ::testing::Environment {
+ public:
+  void TearDown() override {
+    const char* path = getenv("SOFTVERBS_DEVICE_PATH");
+    if (path == nullptr) return;
+    for (const char* suffix : {"", ".pma"}) unlink((std::string(path) + suffix).c_str());
+  }
+};
+const ::testing::Environment* const kRemoveSegment = ::testing::AddGlobalTestEnvironment(new RemoveSegment);
 
 class Umad : public ::testing::Test {
  protected:

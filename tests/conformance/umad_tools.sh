@@ -4,7 +4,7 @@
 # device's own SMA and PMA answer their MADs.
 #   umad_tools.sh <dir of libibumad.so.3 and libibverbs.so.1> <scenario>
 # Scenarios: ibstat, ibstat-roce, smpquery, ibaddr-sminfo, perfquery,
-#            unreachable. Every tool runs under `timeout`; the only
+#            faults, unreachable. Every tool runs under `timeout`; the only
 #            background process (ib_write_bw's server) is killed by PID.
 set -euo pipefail
 lib=$1
@@ -45,6 +45,29 @@ devinfo() {
   run devinfo ibv_devinfo -v -d "$1"
   port_guid=0x$(awk '/GID\[ *0\]/ { g = $NF; gsub(/:/, "", g); print substr(g, 17); exit }' "$work/devinfo")
   node_guid=0x$(awk '$1 == "node_guid:" { g = $2; gsub(/:/, "", g); print g; exit }' "$work/devinfo")
+}
+
+# write_bw: Debian's ib_write_bw, server and client on softverbs0, $size
+# bytes $iters times; fails the scenario unless both ends exit 0.
+size=65536 iters=200
+write_bw() {
+  local port=$(( 30000 + $$ % 15000 )) rc
+  while [ -n "$(ss -Hltn "( sport = :$port )" 2>/dev/null)" ]; do port=$((port + 1)); done
+  timeout 60 ib_write_bw -d softverbs0 -p "$port" -s $size -n $iters >"$work/server.out" 2>&1 &
+  server=$!
+  # The client does not retry its TCP connect: retry until the server listens.
+  for _ in $(seq 100); do
+    rc=0
+    timeout 60 ib_write_bw -d softverbs0 -p "$port" -s $size -n $iters localhost >"$work/client.out" 2>&1 || rc=$?
+    if [ $rc -ne 0 ] && grep -q "Couldn't connect" "$work/client.out" && kill -0 "$server" 2>/dev/null; then
+      sleep 0.1
+    else
+      break
+    fi
+  done
+  [ $rc -eq 0 ] || { cat "$work/client.out" >&2; fail "ib_write_bw exited $rc"; }
+  wait "$server" || fail "ib_write_bw server failed"
+  server=
 }
 
 case $scenario in
@@ -132,23 +155,7 @@ case $scenario in
     run cpi perfquery
     grep -q "CapMask: 0x300" "$work/cpi" || fail "perfquery: $(cat "$work/cpi")"
     run before perfquery -x
-    size=65536 iters=200
-    port=$(( 30000 + $$ % 15000 ))
-    while [ -n "$(ss -Hltn "( sport = :$port )" 2>/dev/null)" ]; do port=$((port + 1)); done
-    timeout 60 ib_write_bw -d softverbs0 -p "$port" -s $size -n $iters >"$work/server.out" 2>&1 &
-    server=$!
-    for _ in $(seq 100); do
-      rc=0
-      timeout 60 ib_write_bw -d softverbs0 -p "$port" -s $size -n $iters localhost >"$work/client.out" 2>&1 || rc=$?
-      if [ $rc -ne 0 ] && grep -q "Couldn't connect" "$work/client.out" && kill -0 "$server" 2>/dev/null; then
-        sleep 0.1
-      else
-        break
-      fi
-    done
-    [ $rc -eq 0 ] || { cat "$work/client.out" >&2; fail "ib_write_bw exited $rc"; }
-    wait "$server" || fail "ib_write_bw server failed"
-    server=
+    write_bw
     run after perfquery -x
     moved_words=$(( size * iters / 4 ))
     for f in PortXmitData PortRcvData; do
@@ -167,7 +174,16 @@ case $scenario in
     [ "$(field "$work/cleared" PortXmitData)" -lt 1000 ] || fail "after -r: $(cat "$work/cleared")"
     run reset32 perfquery -r
     run cleared32 perfquery
-    [ "$(field "$work/cleared32" PortXmitData)" -lt 1000 ] || fail "after -r: $(cat "$work/cleared32")"
+    [ "$(field "$work/cleared32" PortXmitData)" -lt 1000 ] || fail "after -r: $(cat "$work/cleared32")"    expect "$work/small" PortXmitDiscards 0
+    ;;
+  faults)
+    # Packets the fault injector drops are what an operator sees as
+    # PortXmitDiscards (the requester's retries still carry the run through).
+    command -v ib_write_bw >/dev/null || { echo "SKIP: perftest is not installed"; exit 77; }
+    SOFTVERBS_FAULTS=loss=0.02,seed=7 write_bw
+    run counters perfquery
+    [ "$(field "$work/counters" PortXmitDiscards)" -gt 0 ] || fail "no PortXmitDiscards: $(cat "$work/counters")"
+    expect "$work/counters" PortRcvErrors 0
     ;;
   *)
     fail "unknown scenario"

@@ -12,6 +12,7 @@ packages=(
   clang-14 libclang-rt-14-dev
   ucx-utils libfabric-bin python3-matplotlib valgrind
   openmpi-bin libopenmpi-dev strace
+  infiniband-diags opensm ibsim-utils libibumad-dev libibmad-dev
 )
 
 missing=()

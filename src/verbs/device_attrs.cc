@@ -91,7 +91,8 @@ void fill_port_attr(const shm::Segment& seg, ibv_port_attr* p) {
   p->max_mtu = IBV_MTU_4096;
   p->active_mtu = IBV_MTU_4096;
   p->gid_tbl_len = 1;
-  p->port_cap_flags = IBV_PORT_SM | IBV_PORT_SYS_IMAGE_GUID_SUP | IBV_PORT_CM_SUP;
+  // Extended speeds: EDR is only expressible in PortInfo:LinkSpeedExtActive (IBA 14.2.5.6).
+  p->port_cap_flags = IBV_PORT_SM | IBV_PORT_SYS_IMAGE_GUID_SUP | IBV_PORT_CM_SUP | IBV_PORT_EXTENDED_SPEEDS_SUP;
   p->max_msg_sz = shm::kMaxMsgSize;
   p->bad_pkey_cntr = 0;
   p->qkey_viol_cntr = 0;

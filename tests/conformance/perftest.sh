@@ -7,7 +7,7 @@
 # the duration (-D). SOFTVERBS_PERFTEST_ROCE_PORT=<udp port>: on
 # softverbs_roce0 instead, both ends on 127.0.0.1 (perftest's multicast needs
 # it: on an InfiniBand port it registers the group with the SM through
-# libibumad, which softverbs0 has not).
+# libibumad, whose subnet administrator softverbs0 has not yet).
 set -euo pipefail
 lib=$1
 tool=$2

@@ -16,6 +16,8 @@ Top to bottom:
                transport, wire, shm, util; never each other, never verbs
     transport/ may include wire, shm, util; it defines the Link it sends
                through (transport/link.h), so it includes nothing of fabric/
+    mad/       the management agents (SMA, PMA): may include verbs (for what
+               the port reports), wire, shm, util; only abi/ includes it
     wire/      only wire        shm/  shm and util        util/  only util
 
 An include resolves as the compiler resolves it: "x.h" beside the including
@@ -45,7 +47,8 @@ FABRIC_COMMON = "fabric-common"  # fabrics.h, device_host.h, fault/
 
 # component -> components it may include (besides itself).
 ALLOWED = {
-    "abi": {"verbs", "transport", "wire", "shm", "util"},
+    "abi": {"mad", "verbs", "transport", "wire", "shm", "util"},
+    "mad": {"verbs", "wire", "shm", "util"},
     "verbs": {"transport", "wire", "shm", "util"},
     FABRIC_COMMON: {"transport", "wire", "shm", "util"},
     "fabric/host": {FABRIC_COMMON, "transport", "wire", "shm", "util"},

@@ -1,0 +1,27 @@
+#include "mad/agent.h"
+
+#include "mad/mad_layout.h"
+#include "mad/pma.h"
+#include "mad/pma_counters.h"
+#include "mad/port_view.h"
+
+namespace softverbs::mad {
+
+Disposition answer_mad(const shm::Segment& seg, const uint8_t* in, size_t len, uint8_t* out) {
+  if (in == nullptr || len < kMadBytes) return Disposition::kDrop;
+  switch (static_cast<MgmtClassId>(MgmtClass::get(in))) {
+    case MgmtClassId::kSubnLidRouted:
+    case MgmtClassId::kSubnDirectedRoute:
+      return answer_smp(port_view(seg), in, len, out);
+    case MgmtClassId::kPerfMgmt: {
+      const PmaCounters raw = raw_pma_counters(seg);
+      uint32_t reset = 0;
+      const Disposition d = answer_pma(pma_counters(seg), in, len, out, &reset);
+      reset_pma_counters(seg, raw, reset);
+      return d;
+    }
+  }
+  return Disposition::kDrop;
+}
+
+}  // namespace softverbs::mad

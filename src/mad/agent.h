@@ -1,0 +1,22 @@
+// The management agents of the device's port, as one entry point: a MAD
+// that reached the port goes to the agent of its class (mad/sma.h: 0x01 and
+// 0x81; mad/pma.h: 0x04) and is answered against the port's state in the
+// shared segment, in the sender's process and thread, as the data path
+// answers (no daemon). Independent of how the MAD travelled: today the
+// local libibumad (src/abi/ibumad) calls it; later, whatever carries MADs
+// between hosts and QP1 demultiplexers.
+#pragma once
+
+#include <cstddef>
+#include <cstdint>
+
+#include "mad/sma.h"
+#include "shm/segment.h"
+
+namespace softverbs::mad {
+
+// REQUIRES: `out` holds kMadBytes. Classes without an agent in the device
+// are dropped (they belong to userspace agents, which come later).
+Disposition answer_mad(const shm::Segment& seg, const uint8_t* in, size_t len, uint8_t* out);
+
+}  // namespace softverbs::mad

@@ -1,0 +1,110 @@
+#include "mad/agent.h"
+
+#include <gtest/gtest.h>
+#include <unistd.h>
+
+#include <array>
+#include <random>
+
+#include "mad/mad_layout.h"
+#include "mad/pma_counters.h"
+
+namespace softverbs::mad {
+namespace {
+
+// The agents against a real segment: the PMA's counters are the segment's,
+// a reset is seen through a second attachment, and no input crashes.
+class AgentTest : public ::testing::Test {
+ protected:
+  void SetUp() override {
+    path_ = "/dev/shm/softverbs-mad-agent-test-" + std::to_string(getpid());
+    auto s = shm::Segment::open(path_);
+    ASSERT_TRUE(s.is_ok()) << s.code();
+    seg_ = std::move(s.value());
+  }
+  void TearDown() override {
+    seg_.reset();
+    unlink(path_.c_str());
+    unlink((path_ + ".pma").c_str());
+  }
+  std::array<uint8_t, kMadBytes> pma_get(uint16_t attr, uint8_t method = 0x01, uint16_t select = 0) {
+    std::array<uint8_t, kMadBytes> in{};
+    in[0] = 1;
+    in[1] = 0x04;
+    in[2] = 1;
+    in[3] = method;
+    AttributeId::set(in.data(), attr);
+    in[kGsiDataOffset + 1] = 1;
+    BeField<kGsiDataOffset + 2, 2>::set(in.data(), select);
+    std::array<uint8_t, kMadBytes> out{};
+    EXPECT_EQ(answer_mad(*seg_, in.data(), in.size(), out.data()), Disposition::kRespond);
+    EXPECT_EQ(Status::get(out.data()), 0);
+    return out;
+  }
+  std::string path_;
+  std::unique_ptr<shm::Segment> seg_;
+};
+
+TEST_F(AgentTest, PmaCountsTheSegmentAndResetsForEveryReader) {
+  // What gone processes left in the header: 10 packets of 1000 bytes each way.
+  seg_->header().port.xmit_packets = 10;
+  seg_->header().port.xmit_bytes = 10000;
+  seg_->header().port.rcv_packets = 10;
+  seg_->header().port.rcv_bytes = 10000;
+  seg_->header().port.faults_corrupted = 2;
+  auto out = pma_get(0x001d);
+  using XmitData = BeField<kGsiDataOffset + 8, 8>;
+  using XmitPkts = BeField<kGsiDataOffset + 24, 8>;
+  EXPECT_EQ(XmitData::get(out.data()), (10000u + 10 * 24) / 4);
+  EXPECT_EQ(XmitPkts::get(out.data()), 10u);
+  out = pma_get(0x0012);
+  EXPECT_EQ((BeField<kGsiDataOffset + 4, 2>::get(out.data())), 2);  // SymbolErrorCounter
+
+  // Reset the extended data counters; another attachment of the same device sees zero.
+  pma_get(0x001d, 0x02, 0x0003);
+  auto again = shm::Segment::open(path_);
+  ASSERT_TRUE(again.is_ok());
+  PmaCounters c = pma_counters(*again.value());
+  EXPECT_EQ(c.v[kXmitData], 0u);
+  EXPECT_EQ(c.v[kRcvData], 0u);
+  EXPECT_EQ(c.v[kXmitPkts], 10u);  // not selected
+  // Traffic after the reset counts from there.
+  seg_->header().port.xmit_packets = 11;
+  seg_->header().port.xmit_bytes = 10100;
+  c = pma_counters(*again.value());
+  EXPECT_EQ(c.v[kXmitData], (10100u + 11 * 24) / 4 - (10000u + 10 * 24) / 4);
+}
+
+TEST_F(AgentTest, ClassesWithoutAnAgentAreDropped) {
+  std::array<uint8_t, kMadBytes> in{};
+  std::array<uint8_t, kMadBytes> out{};
+  in[0] = 1;
+  in[2] = 2;
+  in[3] = 0x01;
+  for (uint8_t klass : {0x03, 0x07, 0x09, 0x21, 0x30}) {
+    in[1] = klass;
+    EXPECT_EQ(answer_mad(*seg_, in.data(), in.size(), out.data()), Disposition::kDrop) << int(klass);
+  }
+}
+
+TEST_F(AgentTest, RandomMadsNeverCrash) {
+  std::mt19937 rng(1919);
+  std::array<uint8_t, kMadBytes> in{};
+  std::array<uint8_t, kMadBytes> out{};
+  const uint8_t classes[] = {0x01, 0x81, 0x04};
+  for (int i = 0; i < 3000; ++i) {
+    for (auto& b : in) b = static_cast<uint8_t>(rng());
+    in[1] = classes[i % 3];
+    if (i % 2 == 0) {
+      in[0] = 1;
+      in[2] = 1;
+      in[3] &= 0x03;
+      in[7] = 0;
+      in[4] &= 0x7f;
+    }
+    answer_mad(*seg_, in.data(), static_cast<size_t>(rng() % 2 ? kMadBytes : rng() % kMadBytes), out.data());
+  }
+}
+
+}  // namespace
+}  // namespace softverbs::mad

@@ -1,0 +1,156 @@
+#include "mad/pma.h"
+
+#include <algorithm>
+#include <cstring>
+
+#include "mad/mad_layout.h"
+
+namespace softverbs::mad {
+namespace {
+
+constexpr uint8_t kPmaClassVersion = 1;
+constexpr uint8_t kAllPorts = 0xff;
+
+namespace class_port_info {  // IBA 13.4.8.1
+using BaseVersion = BeField<0, 1>;
+using ClassVersion = BeField<1, 1>;
+using CapabilityMask = BeField<2, 2>;
+using RespTimeValue = Field<7, 3, 5>;
+}  // namespace class_port_info
+// IBA 16.1.3.1 PerfMgt ClassPortInfo:CapabilityMask.
+constexpr uint16_t kAllPortSelect = 1u << 8;
+constexpr uint16_t kExtendedWidth = 1u << 9;
+
+namespace port_counters {  // IBA 16.1.3.5
+using PortSelect = BeField<1, 1>;
+using CounterSelect = BeField<2, 2>;
+using SymbolErrorCounter = BeField<4, 2>;
+using PortRcvErrors = BeField<8, 2>;
+using PortXmitDiscards = BeField<14, 2>;
+using PortXmitData = BeField<24, 4>;
+using PortRcvData = BeField<28, 4>;
+using PortXmitPkts = BeField<32, 4>;
+using PortRcvPkts = BeField<36, 4>;
+}  // namespace port_counters
+
+namespace port_counters_ext {  // IBA 16.1.4.11
+using PortSelect = BeField<1, 1>;
+using CounterSelect = BeField<2, 2>;
+using PortXmitData = BeField<8, 8>;
+using PortRcvData = BeField<16, 8>;
+using PortXmitPkts = BeField<24, 8>;
+using PortRcvPkts = BeField<32, 8>;
+using PortUnicastXmitPkts = BeField<40, 8>;
+using PortUnicastRcvPkts = BeField<48, 8>;
+using PortMulticastXmitPkts = BeField<56, 8>;
+using PortMulticastRcvPkts = BeField<64, 8>;
+}  // namespace port_counters_ext
+
+// The PortCounters fields stop at their largest value rather than wrap.
+template <class F>
+void set_saturated(uint8_t* d, uint64_t v) {
+  F::set(d, std::min<uint64_t>(v, F::kMask));
+}
+
+// CounterSelect bit -> the counter it clears (-1: one we keep at zero anyway).
+constexpr int kPortCountersSelect[16] = {
+    kSymbolErrors, -1, -1, kRcvErrors, -1, -1, kXmitDiscards, -1, -1, -1, -1, -1,
+    kXmitData,     kRcvData, kXmitPkts, kRcvPkts};
+constexpr int kExtendedSelect[8] = {kXmitData, kRcvData, kXmitPkts, kRcvPkts,
+                                    kXmitPkts, kRcvPkts, kMcastXmitPkts, kMcastRcvPkts};
+
+uint32_t select_mask(const int* table, unsigned n, uint16_t select) {
+  uint32_t mask = 0;
+  for (unsigned bit = 0; bit < n; ++bit)
+    if ((select & (1u << bit)) != 0 && table[bit] >= 0) mask |= 1u << table[bit];
+  return mask;
+}
+
+void fill_port_counters(const PmaCounters& c, uint8_t* d) {
+  using namespace port_counters;
+  set_saturated<SymbolErrorCounter>(d, c.v[kSymbolErrors]);
+  set_saturated<PortRcvErrors>(d, c.v[kRcvErrors]);
+  set_saturated<PortXmitDiscards>(d, c.v[kXmitDiscards]);
+  set_saturated<PortXmitData>(d, c.v[kXmitData]);
+  set_saturated<PortRcvData>(d, c.v[kRcvData]);
+  set_saturated<PortXmitPkts>(d, c.v[kXmitPkts]);
+  set_saturated<PortRcvPkts>(d, c.v[kRcvPkts]);
+}
+
+void fill_port_counters_ext(const PmaCounters& c, uint8_t* d) {
+  using namespace port_counters_ext;
+  PortXmitData::set(d, c.v[kXmitData]);
+  PortRcvData::set(d, c.v[kRcvData]);
+  PortXmitPkts::set(d, c.v[kXmitPkts]);
+  PortRcvPkts::set(d, c.v[kRcvPkts]);
+  // Every packet the port carries is unicast but those counted as multicast.
+  PortUnicastXmitPkts::set(d, c.v[kXmitPkts] - std::min(c.v[kXmitPkts], c.v[kMcastXmitPkts]));
+  PortUnicastRcvPkts::set(d, c.v[kRcvPkts] - std::min(c.v[kRcvPkts], c.v[kMcastRcvPkts]));
+  PortMulticastXmitPkts::set(d, c.v[kMcastXmitPkts]);
+  PortMulticastRcvPkts::set(d, c.v[kMcastRcvPkts]);
+}
+
+MadStatus answer(const PmaCounters& now, uint8_t method, uint16_t attr, const uint8_t* in_data, uint8_t* d,
+                 uint32_t* reset) {
+  const bool set = method == static_cast<uint8_t>(MethodId::kSet);
+  if (!set && method != static_cast<uint8_t>(MethodId::kGet)) return MadStatus::kMethodUnsupported;
+  switch (static_cast<PmaAttr>(attr)) {
+    case PmaAttr::kClassPortInfo:
+      if (set) return MadStatus::kAttributeUnsupported;
+      class_port_info::BaseVersion::set(d, kMadBaseVersion);
+      class_port_info::ClassVersion::set(d, kPmaClassVersion);
+      class_port_info::CapabilityMask::set(d, kAllPortSelect | kExtendedWidth);
+      class_port_info::RespTimeValue::set(d, 16);
+      return MadStatus::kOk;
+    case PmaAttr::kPortCounters:
+    case PmaAttr::kPortCountersExtended: {
+      const bool ext = static_cast<PmaAttr>(attr) == PmaAttr::kPortCountersExtended;
+      // Both layouts put PortSelect and CounterSelect in the same place.
+      const uint8_t port = port_counters::PortSelect::get(in_data);
+      if (port != 1 && port != kAllPorts) return MadStatus::kInvalidField;
+      PmaCounters shown = now;
+      if (set) {
+        const uint16_t select = port_counters::CounterSelect::get(in_data);
+        *reset = ext ? select_mask(kExtendedSelect, 8, select) : select_mask(kPortCountersSelect, 16, select);
+        for (unsigned i = 0; i < kPmaCounterCount; ++i)
+          if ((*reset & (1u << i)) != 0) shown.v[i] = 0;
+      }
+      port_counters::PortSelect::set(d, port);
+      port_counters::CounterSelect::set(d, port_counters::CounterSelect::get(in_data));
+      if (ext) fill_port_counters_ext(shown, d);
+      else fill_port_counters(shown, d);
+      return MadStatus::kOk;
+    }
+  }
+  return MadStatus::kAttributeUnsupported;
+}
+
+}  // namespace
+
+Disposition answer_pma(const PmaCounters& now, const uint8_t* in, size_t len, uint8_t* out, uint32_t* reset) {
+  *reset = 0;
+  if (in == nullptr || len < kMadBytes) return Disposition::kDrop;
+  if (MgmtClass::get(in) != static_cast<uint8_t>(MgmtClassId::kPerfMgmt)) return Disposition::kDrop;
+  if (ResponseBit::get(in) != 0) return Disposition::kDrop;
+  std::memcpy(out, in, kMadBytes);
+  const uint8_t method = Method::get(in);
+  MadStatus status;
+  if (BaseVersion::get(in) != kMadBaseVersion || ClassVersion::get(in) != kPmaClassVersion) {
+    status = MadStatus::kBadVersion;
+  } else {
+    std::memset(out + kGsiDataOffset, 0, kGsiDataBytes);
+    status = answer(now, method, AttributeId::get(in), in + kGsiDataOffset, out + kGsiDataOffset, reset);
+    if (status != MadStatus::kOk) {
+      *reset = 0;
+      // A failed Set echoes what it was given; a failed Get carries nothing.
+      if (method == static_cast<uint8_t>(MethodId::kSet))
+        std::memcpy(out + kGsiDataOffset, in + kGsiDataOffset, kGsiDataBytes);
+    }
+  }
+  Method::set(out, static_cast<uint8_t>(MethodId::kGet));
+  ResponseBit::set(out, 1);
+  Status::set(out, static_cast<uint16_t>(status));
+  return Disposition::kRespond;
+}
+
+}  // namespace softverbs::mad

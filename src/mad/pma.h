@@ -1,0 +1,43 @@
+// The performance management agent of the device's port (IBA 16.1, class
+// 0x04): ClassPortInfo, PortCounters and PortCountersExtended, Get and Set
+// (Set clears the counters its CounterSelect names). Pure: the caller hands
+// in the counters as they stand since the last reset and applies the reset
+// the answer asks for (mad/pma_counters.h keeps them).
+#pragma once
+
+#include <cstddef>
+#include <cstdint>
+
+#include "mad/sma.h"
+
+namespace softverbs::mad {
+
+// The port's counters, since their last reset, in the units of the wire:
+// data in 4-octet words from the LRH to the ICRC, packets, error events.
+enum PmaCounter : unsigned {
+  kSymbolErrors,
+  kRcvErrors,
+  kXmitDiscards,
+  kXmitData,
+  kRcvData,
+  kXmitPkts,
+  kRcvPkts,
+  kMcastXmitPkts,
+  kMcastRcvPkts,
+  kPmaCounterCount,
+};
+struct PmaCounters {
+  uint64_t v[kPmaCounterCount] = {};
+};
+
+enum class PmaAttr : uint16_t {
+  kClassPortInfo = 0x0001,
+  kPortCounters = 0x0012,
+  kPortCountersExtended = 0x001d,
+};
+
+// REQUIRES: `out` holds kMadBytes. On a Set, `*reset` gets one bit per
+// PmaCounter to clear (the answer already shows them cleared); else 0.
+Disposition answer_pma(const PmaCounters& now, const uint8_t* in, size_t len, uint8_t* out, uint32_t* reset);
+
+}  // namespace softverbs::mad

@@ -1,0 +1,104 @@
+#include "mad/pma_counters.h"
+
+#include <fcntl.h>
+#include <sys/file.h>
+#include <unistd.h>
+
+#include <algorithm>
+#include <string>
+
+#include "verbs/port_config.h"
+
+namespace softverbs::mad {
+namespace {
+
+// What each packet carries besides its payload, as PortXmitData/PortRcvData
+// count it (IBA 16.1.3.5: from the LRH to the ICRC): LRH 8 + BTH 12 + ICRC 4
+// on InfiniBand; RoCE has no LRH. Extension headers (RETH, AETH...) are not
+// known here and left out.
+constexpr uint64_t kIbOverheadBytes = 24;
+constexpr uint64_t kRoceOverheadBytes = 16;
+
+struct Totals {
+  uint64_t xmit_packets = 0, xmit_bytes = 0, rcv_packets = 0, rcv_bytes = 0;
+  uint64_t rcv_errors = 0, xmit_discards = 0, symbol_errors = 0;
+};
+
+void add(Totals& t, const shm::PortCounters& c) {
+  t.xmit_packets += c.xmit_packets.load(std::memory_order_relaxed);
+  t.xmit_bytes += c.xmit_bytes.load(std::memory_order_relaxed);
+  t.rcv_packets += c.rcv_packets.load(std::memory_order_relaxed);
+  t.rcv_bytes += c.rcv_bytes.load(std::memory_order_relaxed);
+  // Packets the port received and could not use.
+  t.rcv_errors += c.rcv_errors.load(std::memory_order_relaxed) + c.icrc_errors.load(std::memory_order_relaxed) +
+                  c.malformed_packets.load(std::memory_order_relaxed);
+  // Packets that never left: the socket refused them or the fault injector dropped them.
+  t.xmit_discards += c.send_errors.load(std::memory_order_relaxed) + c.faults_dropped.load(std::memory_order_relaxed);
+  // A corrupted packet is what a bad symbol on a real link becomes.
+  t.symbol_errors += c.faults_corrupted.load(std::memory_order_relaxed);
+}
+
+std::string baseline_path(const shm::Segment& seg) { return seg.path() + ".pma"; }
+
+PmaCounters read_baseline(int fd) {
+  PmaCounters b;
+  if (pread(fd, b.v, sizeof b.v, 0) != static_cast<ssize_t>(sizeof b.v)) b = PmaCounters{};
+  return b;
+}
+
+}  // namespace
+
+PmaCounters raw_pma_counters(const shm::Segment& seg) {
+  Totals t;
+  add(t, seg.header().port);
+  for (uint32_t i = 0; i < shm::kMaxProcesses; ++i)
+    if (seg.process(i).state.load(std::memory_order_acquire) == static_cast<uint32_t>(shm::SlotState::kLive))
+      add(t, seg.process(i).port);
+  for (uint32_t i = 2; i < shm::kMaxQpSlots; ++i) {
+    const shm::SharedQp& q = seg.qp(i);
+    if (q.slot_state.load(std::memory_order_acquire) != static_cast<uint32_t>(shm::SlotState::kLive)) continue;
+    t.xmit_packets += q.counters.port_xmit_packets.load(std::memory_order_relaxed);
+    t.xmit_bytes += q.counters.port_xmit_bytes.load(std::memory_order_relaxed);
+    t.rcv_packets += q.counters.port_rcv_packets.load(std::memory_order_relaxed);
+    t.rcv_bytes += q.counters.port_rcv_bytes.load(std::memory_order_relaxed);
+  }
+  PmaCounters c;
+  c.v[kSymbolErrors] = t.symbol_errors;
+  c.v[kRcvErrors] = t.rcv_errors;
+  c.v[kXmitDiscards] = t.xmit_discards;
+  // The host link counts payload; the UDP link counts whole datagrams (BTH
+  // to ICRC) on transmit and payload on receipt (src/fabric/udp).
+  const bool roce = verbs::port_config().roce;
+  const uint64_t xmit_overhead = roce ? 0 : kIbOverheadBytes;
+  const uint64_t rcv_overhead = roce ? kRoceOverheadBytes : kIbOverheadBytes;
+  c.v[kXmitData] = (t.xmit_bytes + t.xmit_packets * xmit_overhead) / 4;
+  c.v[kRcvData] = (t.rcv_bytes + t.rcv_packets * rcv_overhead) / 4;
+  c.v[kXmitPkts] = t.xmit_packets;
+  c.v[kRcvPkts] = t.rcv_packets;
+  return c;
+}
+
+PmaCounters pma_counters(const shm::Segment& seg) {
+  PmaCounters c = raw_pma_counters(seg);
+  const int fd = open(baseline_path(seg).c_str(), O_RDONLY | O_CLOEXEC);
+  if (fd < 0) return c;
+  flock(fd, LOCK_SH);
+  const PmaCounters base = read_baseline(fd);
+  close(fd);
+  for (unsigned i = 0; i < kPmaCounterCount; ++i) c.v[i] -= std::min(c.v[i], base.v[i]);
+  return c;
+}
+
+void reset_pma_counters(const shm::Segment& seg, const PmaCounters& raw, uint32_t mask) {
+  if (mask == 0) return;
+  const int fd = open(baseline_path(seg).c_str(), O_RDWR | O_CREAT | O_CLOEXEC, 0600);
+  if (fd < 0) return;
+  flock(fd, LOCK_EX);
+  PmaCounters base = read_baseline(fd);
+  for (unsigned i = 0; i < kPmaCounterCount; ++i)
+    if ((mask & (1u << i)) != 0) base.v[i] = raw.v[i];
+  (void)!pwrite(fd, base.v, sizeof base.v, 0);
+  close(fd);
+}
+
+}  // namespace softverbs::mad

@@ -1,0 +1,154 @@
+#include "mad/pma.h"
+
+#include <gtest/gtest.h>
+
+#include <array>
+#include <random>
+#include <vector>
+
+#include "mad/mad_layout.h"
+
+namespace softverbs::mad {
+namespace {
+
+using Bytes = std::vector<uint8_t>;
+
+std::array<uint8_t, kMadBytes> pma(uint8_t method, uint16_t attr, uint8_t port_select = 1, uint16_t select = 0) {
+  std::array<uint8_t, kMadBytes> m{};
+  m[0] = 1;
+  m[1] = 0x04;
+  m[2] = 1;
+  m[3] = method;
+  TransactionId::set(m.data(), 42);
+  AttributeId::set(m.data(), attr);
+  m[kGsiDataOffset + 1] = port_select;
+  m[kGsiDataOffset + 2] = static_cast<uint8_t>(select >> 8);
+  m[kGsiDataOffset + 3] = static_cast<uint8_t>(select);
+  return m;
+}
+
+PmaCounters sample() {
+  PmaCounters c;
+  c.v[kSymbolErrors] = 3;
+  c.v[kRcvErrors] = 0x12345;  // more than 16 bits: PortCounters stops at 0xffff
+  c.v[kXmitDiscards] = 7;
+  c.v[kXmitData] = 0x1'0000'0001ull;  // more than 32 bits
+  c.v[kRcvData] = 0x01020304;
+  c.v[kXmitPkts] = 100;
+  c.v[kRcvPkts] = 200;
+  c.v[kMcastXmitPkts] = 10;
+  c.v[kMcastRcvPkts] = 20;
+  return c;
+}
+
+Bytes data(const std::array<uint8_t, kMadBytes>& out, size_t n) {
+  return Bytes(out.begin() + kGsiDataOffset, out.begin() + kGsiDataOffset + static_cast<long>(n));
+}
+
+struct Answer {
+  Disposition d;
+  uint32_t reset = 0;
+  std::array<uint8_t, kMadBytes> out{};
+};
+
+Answer ask(const std::array<uint8_t, kMadBytes>& in, const PmaCounters& c = sample()) {
+  Answer a;
+  a.d = answer_pma(c, in.data(), in.size(), a.out.data(), &a.reset);
+  return a;
+}
+
+TEST(Pma, ClassPortInfoGolden) {
+  const Answer a = ask(pma(0x01, 0x0001, 0));
+  ASSERT_EQ(a.d, Disposition::kRespond);
+  EXPECT_EQ(a.out[3], 0x81);
+  EXPECT_EQ(Status::get(a.out.data()), 0);
+  EXPECT_EQ(TransactionId::get(a.out.data()), 42u);
+  EXPECT_EQ(data(a.out, 12), Bytes({0x01, 0x01, 0x03, 0x00, 0x00, 0x00, 0x00, 0x10, 0, 0, 0, 0}));
+}
+
+TEST(Pma, PortCountersGolden) {
+  const Answer a = ask(pma(0x01, 0x0012));
+  ASSERT_EQ(Status::get(a.out.data()), 0);
+  EXPECT_EQ(data(a.out, 44), Bytes({0x00, 0x01, 0x00, 0x00,              // PortSelect, CounterSelect
+                                    0x00, 0x03, 0x00, 0x00,              // SymbolErrorCounter, link counters
+                                    0xff, 0xff, 0, 0, 0, 0,              // PortRcvErrors (saturated)
+                                    0x00, 0x07,                          // PortXmitDiscards
+                                    0, 0, 0, 0, 0, 0, 0, 0,              // constraint, VL15
+                                    0xff, 0xff, 0xff, 0xff,              // PortXmitData (saturated)
+                                    0x01, 0x02, 0x03, 0x04,              // PortRcvData
+                                    0x00, 0x00, 0x00, 0x64,              // PortXmitPkts
+                                    0x00, 0x00, 0x00, 0xc8,              // PortRcvPkts
+                                    0, 0, 0, 0}));                       // PortXmitWait
+}
+
+TEST(Pma, PortCountersExtendedGolden) {
+  const Answer a = ask(pma(0x01, 0x001d, 0xff));
+  ASSERT_EQ(Status::get(a.out.data()), 0);
+  EXPECT_EQ(data(a.out, 72), Bytes({0x00, 0xff, 0x00, 0x00, 0, 0, 0, 0,
+                                    0, 0, 0, 0x01, 0, 0, 0, 0x01,          // PortXmitData
+                                    0, 0, 0, 0, 0x01, 0x02, 0x03, 0x04,    // PortRcvData
+                                    0, 0, 0, 0, 0, 0, 0, 100,              // PortXmitPkts
+                                    0, 0, 0, 0, 0, 0, 0, 200,              // PortRcvPkts
+                                    0, 0, 0, 0, 0, 0, 0, 90,               // unicast
+                                    0, 0, 0, 0, 0, 0, 0, 180,
+                                    0, 0, 0, 0, 0, 0, 0, 10,               // multicast
+                                    0, 0, 0, 0, 0, 0, 0, 20}));
+}
+
+TEST(Pma, SetResetsWhatCounterSelectNames) {
+  // PortXmitData and PortRcvPkts (bits 12 and 15).
+  Answer a = ask(pma(0x02, 0x0012, 1, (1u << 12) | (1u << 15)));
+  ASSERT_EQ(Status::get(a.out.data()), 0);
+  EXPECT_EQ(a.reset, (1u << kXmitData) | (1u << kRcvPkts));
+  EXPECT_EQ(data(a.out, 44)[27], 0x00);  // PortXmitData shown cleared
+  EXPECT_EQ(data(a.out, 44)[31], 0x04);  // PortRcvData kept
+  a = ask(pma(0x02, 0x001d, 0xff, 0xff));
+  EXPECT_EQ(a.reset, (1u << kXmitData) | (1u << kRcvData) | (1u << kXmitPkts) | (1u << kRcvPkts) |
+                         (1u << kMcastXmitPkts) | (1u << kMcastRcvPkts));
+  // A Get never resets.
+  EXPECT_EQ(ask(pma(0x01, 0x0012, 1, 0xffff)).reset, 0u);
+}
+
+TEST(Pma, BadInput) {
+  Answer a = ask(pma(0x01, 0x0012, 2));  // a port the CA has not
+  EXPECT_EQ(Status::get(a.out.data()), 0x001c);
+  a = ask(pma(0x02, 0x0012, 2, 0xffff));
+  EXPECT_EQ(Status::get(a.out.data()), 0x001c);
+  EXPECT_EQ(a.reset, 0u);
+  a = ask(pma(0x01, 0x0016));  // PortXmitDataSL: not there
+  EXPECT_EQ(Status::get(a.out.data()), 0x000c);
+  EXPECT_EQ(data(a.out, 4), Bytes({0, 0, 0, 0}));
+  a = ask(pma(0x02, 0x0001));
+  EXPECT_EQ(Status::get(a.out.data()), 0x000c);
+  a = ask(pma(0x06, 0x0012));
+  EXPECT_EQ(Status::get(a.out.data()), 0x0008);
+  auto in = pma(0x01, 0x0012);
+  in[2] = 2;
+  EXPECT_EQ(Status::get(ask(in).out.data()), 0x0004);
+  EXPECT_EQ(ask(pma(0x81, 0x0012)).d, Disposition::kDrop);
+  std::array<uint8_t, kMadBytes> out{};
+  uint32_t reset = 1;
+  EXPECT_EQ(answer_pma(sample(), in.data(), 64, out.data(), &reset), Disposition::kDrop);
+  EXPECT_EQ(reset, 0u);
+}
+
+TEST(Pma, RandomBytesNeverCrash) {
+  std::mt19937 rng(4);
+  std::array<uint8_t, kMadBytes> in{};
+  std::array<uint8_t, kMadBytes> out{};
+  for (int i = 0; i < 20000; ++i) {
+    for (auto& b : in) b = static_cast<uint8_t>(rng());
+    in[1] = 0x04;
+    if (i % 2 == 0) {
+      in[0] = 1;
+      in[2] = 1;
+      in[3] &= 0x03;
+    }
+    uint32_t reset = 0;
+    answer_pma(sample(), in.data(), in.size(), out.data(), &reset);
+    EXPECT_EQ(reset & ~((1u << kPmaCounterCount) - 1), 0u);
+  }
+}
+
+}  // namespace
+}  // namespace softverbs::mad

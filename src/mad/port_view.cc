@@ -1,0 +1,51 @@
+#include "mad/port_view.h"
+
+#include <infiniband/verbs.h>
+#include <unistd.h>
+
+#include <algorithm>
+#include <cstring>
+#include <string>
+
+#include "verbs/device_attrs.h"
+#include "verbs/port_config.h"
+
+namespace softverbs::mad {
+
+PortView port_view(const shm::Segment& seg) {
+  ibv_device_attr d;
+  verbs::fill_device_attr(seg, &d);
+  ibv_port_attr p;
+  verbs::fill_port_attr(seg, &p);
+  PortView v;
+  v.node_guid = be64toh(d.node_guid);
+  v.sys_image_guid = be64toh(d.sys_image_guid);
+  v.port_guid = be64toh(seg.header().port_guid);
+  v.vendor_id = d.vendor_id;
+  v.device_id = static_cast<uint16_t>(d.vendor_part_id);
+  v.revision = d.hw_ver;
+  v.partition_cap = static_cast<uint16_t>(d.max_pkeys);
+  v.lid = p.lid;
+  v.sm_lid = p.sm_lid;
+  v.sm_sl = p.sm_sl;
+  v.lmc = p.lmc;
+  v.cap_mask = p.port_cap_flags;
+  v.port_state = static_cast<uint8_t>(p.state);
+  v.phys_state = p.phys_state;
+  v.width_active = p.active_width;
+  // ibv_port_attr.active_speed: 32 = EDR, 16 = FDR; IBA LinkSpeedExtActive 2 and 1.
+  v.speed_ext_active = p.active_speed == 32 ? 2 : p.active_speed == 16 ? 1 : 0;
+  v.mtu = static_cast<uint8_t>(p.active_mtu);
+  v.vl_cap = p.max_vl_num;
+  v.subnet_timeout = p.subnet_timeout;
+  v.ethernet = p.link_layer == IBV_LINK_LAYER_ETHERNET;
+  // The same text as the sysfs tree's node_desc (abi/ibverbs/sysfs_tree.cc).
+  char host[64] = "softverbs";
+  gethostname(host, sizeof host - 1);
+  // IBA 14.2.5.2: 64 bytes, NUL-padded, not necessarily NUL-terminated.
+  const std::string desc = std::string(host) + " " + verbs::port_config().device_name;
+  std::memcpy(v.node_desc, desc.data(), std::min(desc.size(), sizeof v.node_desc));
+  return v;
+}
+
+}  // namespace softverbs::mad

@@ -1,0 +1,42 @@
+// What the agents answer from: the port's management-visible state, taken
+// from the same place ibv_query_device/ibv_query_port take it (the segment
+// header and verbs/device_attrs), so a MAD and a verb never disagree.
+// A plain value: the codecs are pure functions of it, and the golden tests
+// build one by hand.
+#pragma once
+
+#include <cstdint>
+
+#include "shm/segment.h"
+
+namespace softverbs::mad {
+
+struct PortView {
+  uint64_t node_guid = 0;         // host order
+  uint64_t port_guid = 0;
+  uint64_t sys_image_guid = 0;
+  uint64_t gid_prefix = 0xfe80000000000000ull;
+  uint32_t vendor_id = 0;
+  uint16_t device_id = 0;
+  uint32_t revision = 0;
+  uint16_t partition_cap = 1;     // P_Key table entries
+  uint16_t lid = 0;
+  uint16_t sm_lid = 0;
+  uint8_t sm_sl = 0;
+  uint8_t lmc = 0;
+  uint32_t cap_mask = 0;          // PortInfo:CapabilityMask, as ibv_port_attr.port_cap_flags
+  uint8_t port_state = 4;         // IBA 14.2.5.6: 4 = Active
+  uint8_t phys_state = 5;         // LinkUp
+  uint8_t width_active = 2;       // IBA encoding: 1 = 1x, 2 = 4x
+  uint8_t speed_ext_active = 2;   // 2 = 25.78125 Gb/s (EDR); 0 = none
+  uint8_t mtu = 5;                // 5 = 4096
+  uint8_t vl_cap = 1;             // 1 = VL0 only (ibv_port_attr.max_vl_num)
+  uint8_t subnet_timeout = 18;
+  bool ethernet = false;          // a RoCE port: no subnet management
+  char node_desc[64] = {};
+};
+
+// The view of the device's only port (port 1).
+PortView port_view(const shm::Segment& seg);
+
+}  // namespace softverbs::mad

@@ -1,0 +1,295 @@
+#include "mad/sma.h"
+
+#include <cstring>
+#include <initializer_list>
+
+#include "mad/mad_layout.h"
+
+namespace softverbs::mad {
+namespace {
+
+// Field descriptors are relative to the attribute's data (MAD byte 64).
+namespace node_info {  // IBA 14.2.5.3
+using BaseVersion = BeField<0, 1>;
+using ClassVersion = BeField<1, 1>;
+using NodeType = BeField<2, 1>;
+using NumPorts = BeField<3, 1>;
+using SystemImageGuid = BeField<4, 8>;
+using NodeGuid = BeField<12, 8>;
+using PortGuid = BeField<20, 8>;
+using PartitionCap = BeField<28, 2>;
+using DeviceId = BeField<30, 2>;
+using Revision = BeField<32, 4>;
+using LocalPortNum = BeField<36, 1>;
+using VendorId = BeField<37, 3>;
+}  // namespace node_info
+
+namespace port_info {  // IBA 14.2.5.6
+using MKey = BeField<0, 8>;
+using GidPrefix = BeField<8, 8>;
+using Lid = BeField<16, 2>;
+using MasterSmLid = BeField<18, 2>;
+using CapabilityMask = BeField<20, 4>;
+using LocalPortNum = BeField<28, 1>;
+using LinkWidthEnabled = BeField<29, 1>;
+using LinkWidthSupported = BeField<30, 1>;
+using LinkWidthActive = BeField<31, 1>;
+using LinkSpeedSupported = Field<32, 0, 4>;
+using PortState = Field<32, 4, 4>;
+using PortPhysicalState = Field<33, 0, 4>;
+using LinkDownDefaultState = Field<33, 4, 4>;
+using Lmc = Field<34, 5, 3>;
+using LinkSpeedActive = Field<35, 0, 4>;
+using LinkSpeedEnabled = Field<35, 4, 4>;
+using NeighborMtu = Field<36, 0, 4>;
+using MasterSmSl = Field<36, 4, 4>;
+using VlCap = Field<37, 0, 4>;
+using VlHighLimit = BeField<38, 1>;
+using VlArbHighCap = BeField<39, 1>;
+using VlArbLowCap = BeField<40, 1>;
+using MtuCap = Field<41, 4, 4>;
+using VlStallCount = Field<42, 0, 3>;
+using HoqLife = Field<42, 3, 5>;
+using OperationalVls = Field<43, 0, 4>;
+using GuidCap = BeField<50, 1>;
+using MKeyLeasePeriod = BeField<26, 2>;
+using MKeyProtectBits = Field<34, 0, 2>;
+using SubnetTimeout = Field<51, 3, 5>;
+using RespTimeValue = Field<52, 3, 5>;
+using LinkSpeedExtActive = Field<62, 0, 4>;
+using LinkSpeedExtSupported = Field<62, 4, 4>;
+using LinkSpeedExtEnabled = Field<63, 3, 5>;
+}  // namespace port_info
+
+namespace sm_info {  // IBA 14.2.5.13
+using Guid = BeField<0, 8>;
+using SmKey = BeField<8, 8>;
+using ActCount = BeField<16, 4>;
+using Priority = Field<20, 0, 4>;
+using SmState = Field<20, 4, 4>;
+}  // namespace sm_info
+
+constexpr uint8_t kNodeTypeCa = 1;
+constexpr uint8_t kSmaClassVersion = 1;
+constexpr uint8_t kLinkSpeed2_5 = 1;      // LinkSpeed*: 2.5 Gb/s, the legacy field under an extended speed
+constexpr uint8_t kLinkSpeedExtFdrEdr = 3; // LinkSpeedExtSupported: 14.0625 and 25.78125
+constexpr uint8_t kLinkWidth1x4x = 3;
+constexpr uint8_t kLinkDownPolling = 2;
+constexpr uint8_t kRespTimeValue = 16;
+constexpr uint8_t kSmStateMaster = 3;
+constexpr uint32_t kIsSm = 1u << 1;
+constexpr unsigned kVlArbCap = 8;  // entries per priority table
+constexpr unsigned kPKeysPerBlock = 32;
+
+// Fills the attribute's data; the status to answer with.
+MadStatus fill_node_info(const PortView& p, uint8_t* d) {
+  node_info::BaseVersion::set(d, kMadBaseVersion);
+  node_info::ClassVersion::set(d, kSmaClassVersion);
+  node_info::NodeType::set(d, kNodeTypeCa);
+  node_info::NumPorts::set(d, 1);
+  node_info::SystemImageGuid::set(d, p.sys_image_guid);
+  node_info::NodeGuid::set(d, p.node_guid);
+  node_info::PortGuid::set(d, p.port_guid);
+  node_info::PartitionCap::set(d, p.partition_cap);
+  node_info::DeviceId::set(d, p.device_id);
+  node_info::Revision::set(d, p.revision);
+  node_info::LocalPortNum::set(d, 1);
+  node_info::VendorId::set(d, p.vendor_id);
+  return MadStatus::kOk;
+}
+
+MadStatus fill_port_info(const PortView& p, uint32_t modifier, uint8_t* d) {
+  // A CA answers for the port the SMP arrived on (modifier 0) or names it.
+  if (modifier > 1) return MadStatus::kInvalidField;
+  using namespace port_info;
+  MKey::set(d, 0);
+  GidPrefix::set(d, p.gid_prefix);
+  Lid::set(d, p.lid);
+  MasterSmLid::set(d, p.sm_lid);
+  CapabilityMask::set(d, p.cap_mask);
+  LocalPortNum::set(d, 1);
+  LinkWidthEnabled::set(d, p.width_active);
+  LinkWidthSupported::set(d, kLinkWidth1x4x);
+  LinkWidthActive::set(d, p.width_active);
+  LinkSpeedSupported::set(d, kLinkSpeed2_5);
+  PortState::set(d, p.port_state);
+  PortPhysicalState::set(d, p.phys_state);
+  LinkDownDefaultState::set(d, kLinkDownPolling);
+  Lmc::set(d, p.lmc);
+  LinkSpeedActive::set(d, kLinkSpeed2_5);
+  LinkSpeedEnabled::set(d, kLinkSpeed2_5);
+  NeighborMtu::set(d, p.mtu);
+  MasterSmSl::set(d, p.sm_sl);
+  VlCap::set(d, p.vl_cap);
+  VlHighLimit::set(d, 0);
+  VlArbHighCap::set(d, kVlArbCap);
+  VlArbLowCap::set(d, kVlArbCap);
+  MtuCap::set(d, p.mtu);
+  VlStallCount::set(d, 7);
+  HoqLife::set(d, 31);
+  OperationalVls::set(d, p.vl_cap);
+  GuidCap::set(d, 1);
+  SubnetTimeout::set(d, p.subnet_timeout);
+  RespTimeValue::set(d, kRespTimeValue);
+  LinkSpeedExtActive::set(d, p.speed_ext_active);
+  LinkSpeedExtSupported::set(d, p.speed_ext_active == 0 ? 0 : kLinkSpeedExtFdrEdr);
+  LinkSpeedExtEnabled::set(d, p.speed_ext_active == 0 ? 0 : kLinkSpeedExtFdrEdr);
+  return MadStatus::kOk;
+}
+
+// IBA 14.2.5.6 PortInfo Set. The port's state is the built-in SM's (the
+// segment header) and the data path's, so the SMA takes a Set that leaves
+// every writable field as it is or uses the encoding for "no change"
+// (C14-24.x: 0 for PortState, PortPhysicalState, LinkDownDefaultState,
+// OperationalVLs, the Enabled fields; 255/15/30 for "set to supported"),
+// and answers 0x1C, changing nothing, for any other value. Read-only fields
+// are ignored, as the IBA requires.
+MadStatus check_port_info_set(const PortView& p, uint32_t modifier, const uint8_t* in) {
+  if (modifier > 1) return MadStatus::kInvalidField;
+  using namespace port_info;
+  auto keeps = [](uint64_t v, uint64_t current, std::initializer_list<uint64_t> no_change) {
+    if (v == current) return true;
+    for (uint64_t n : no_change)
+      if (v == n) return true;
+    return false;
+  };
+  const bool ok = MKey::get(in) == 0 && MKeyLeasePeriod::get(in) == 0 && MKeyProtectBits::get(in) == 0 &&
+                  GidPrefix::get(in) == p.gid_prefix && Lid::get(in) == p.lid && MasterSmLid::get(in) == p.sm_lid &&
+                  Lmc::get(in) == p.lmc && MasterSmSl::get(in) == p.sm_sl &&
+                  keeps(LinkWidthEnabled::get(in), p.width_active, {0, 255}) &&
+                  keeps(PortState::get(in), p.port_state, {0}) &&
+                  keeps(PortPhysicalState::get(in), p.phys_state, {0}) &&
+                  keeps(LinkDownDefaultState::get(in), kLinkDownPolling, {0}) &&
+                  keeps(LinkSpeedEnabled::get(in), kLinkSpeed2_5, {0, 15}) &&
+                  keeps(NeighborMtu::get(in), p.mtu, {}) && keeps(VlHighLimit::get(in), 0, {}) &&
+                  keeps(OperationalVls::get(in), p.vl_cap, {0}) &&
+                  keeps(SubnetTimeout::get(in), p.subnet_timeout, {}) &&
+                  keeps(LinkSpeedExtEnabled::get(in), p.speed_ext_active == 0 ? 0 : kLinkSpeedExtFdrEdr, {0, 30, 31});
+  return ok ? MadStatus::kOk : MadStatus::kInvalidField;
+}
+
+MadStatus fill_guid_info(const PortView& p, uint32_t block, uint8_t* d) {
+  if (block != 0) return MadStatus::kInvalidField;  // GUIDCap 1: one block
+  BeField<0, 8>::set(d, p.port_guid);
+  return MadStatus::kOk;
+}
+
+MadStatus fill_pkey_table(const PortView& p, uint32_t modifier, uint8_t* d) {
+  const uint32_t block = modifier & 0xffff;  // the upper half names a switch port
+  if (block * kPKeysPerBlock >= p.partition_cap) return MadStatus::kInvalidField;
+  // The only P_Key is the default full-member one (ibv_query_pkey index 0).
+  if (block == 0) BeField<0, 2>::set(d, 0xffff);
+  return MadStatus::kOk;
+}
+
+MadStatus fill_sl_to_vl(const PortView& p, uint8_t* d) {
+  // 16 SLs, 4 bits each; every SL maps to a VL the port has (VL0..VLCap-1).
+  const unsigned vls = p.vl_cap == 0 ? 1 : 1u << (p.vl_cap - 1);
+  for (unsigned sl = 0; sl < 16; ++sl) {
+    const uint8_t vl = static_cast<uint8_t>(sl % vls);
+    d[sl / 2] |= static_cast<uint8_t>(sl % 2 == 0 ? vl << 4 : vl);
+  }
+  return MadStatus::kOk;
+}
+
+MadStatus fill_vl_arbitration(const PortView& p, uint32_t modifier, uint8_t* d) {
+  // Blocks 1-2: the low-priority table, 3-4: the high one, 32 entries each.
+  const uint32_t block = modifier >> 16 != 0 ? modifier >> 16 : modifier;
+  if (block < 1 || block > 4) return MadStatus::kInvalidField;
+  if (block == 1) {
+    // Every data VL of the port, equal weight, in the low-priority table.
+    const unsigned vls = p.vl_cap == 0 ? 1 : 1u << (p.vl_cap - 1);
+    for (unsigned i = 0; i < vls && i < kVlArbCap; ++i) {
+      d[2 * i] = static_cast<uint8_t>(i);
+      d[2 * i + 1] = 64;
+    }
+  }
+  return MadStatus::kOk;
+}
+
+MadStatus fill_sm_info(const PortView& p, uint8_t* d) {
+  // The built-in subnet manager lives at the port whose IsSM bit is set.
+  if ((p.cap_mask & kIsSm) == 0) return MadStatus::kAttributeUnsupported;
+  sm_info::Guid::set(d, p.port_guid);
+  sm_info::SmKey::set(d, 0);
+  sm_info::ActCount::set(d, 0);
+  sm_info::Priority::set(d, 0);
+  sm_info::SmState::set(d, kSmStateMaster);
+  return MadStatus::kOk;
+}
+
+MadStatus fill_get(const PortView& p, uint16_t attr, uint32_t modifier, uint8_t* d) {
+  switch (static_cast<SmpAttr>(attr)) {
+    case SmpAttr::kNodeInfo: return fill_node_info(p, d);
+    case SmpAttr::kNodeDescription:
+      std::memcpy(d, p.node_desc, sizeof p.node_desc);
+      return MadStatus::kOk;
+    case SmpAttr::kPortInfo: return fill_port_info(p, modifier, d);
+    case SmpAttr::kGuidInfo: return fill_guid_info(p, modifier, d);
+    case SmpAttr::kPKeyTable: return fill_pkey_table(p, modifier, d);
+    case SmpAttr::kSlToVlMappingTable: return fill_sl_to_vl(p, d);
+    case SmpAttr::kVlArbitrationTable: return fill_vl_arbitration(p, modifier, d);
+    case SmpAttr::kSmInfo: return fill_sm_info(p, d);
+  }
+  return MadStatus::kAttributeUnsupported;
+}
+
+}  // namespace
+
+Disposition answer_smp(const PortView& port, const uint8_t* in, size_t len, uint8_t* out) {
+  if (in == nullptr || len < kMadBytes) return Disposition::kDrop;
+  const uint8_t klass = MgmtClass::get(in);
+  const bool directed = klass == static_cast<uint8_t>(MgmtClassId::kSubnDirectedRoute);
+  if (!directed && klass != static_cast<uint8_t>(MgmtClassId::kSubnLidRouted)) return Disposition::kDrop;
+  // A response, or a trap's answer, is for an SM, not for the SMA.
+  if (ResponseBit::get(in) != 0) return Disposition::kDrop;
+  // An Ethernet port has no QP0 and so no SMA.
+  if (port.ethernet) return Disposition::kDrop;
+  if (directed) {
+    const unsigned hops = DrHopCount::get(in);
+    // IBA 14.2.2: beyond 63 hops the SMP is discarded; a path of hops >= 1
+    // leaves through the port (C14-9), where the caller decides its fate.
+    if (hops > kDrMaxHops || DrDirection::get(in) != 0) return Disposition::kDrop;
+    if (hops != 0) return Disposition::kLeavePort;
+  }
+
+  std::memcpy(out, in, kMadBytes);
+  const uint8_t method = Method::get(in);
+  uint16_t status = static_cast<uint16_t>(MadStatus::kOk);
+  if (BaseVersion::get(in) != kMadBaseVersion || ClassVersion::get(in) != kSmaClassVersion) {
+    status = static_cast<uint16_t>(MadStatus::kBadVersion);
+  } else if (method == static_cast<uint8_t>(MethodId::kGet)) {
+    std::memset(out + kSmpDataOffset, 0, kSmpDataBytes);
+    status = static_cast<uint16_t>(fill_get(port, AttributeId::get(in), AttributeModifier::get(in), out + kSmpDataOffset));
+  } else if (method == static_cast<uint8_t>(MethodId::kSet)) {
+    const uint16_t attr = AttributeId::get(in);
+    const uint32_t modifier = AttributeModifier::get(in);
+    if (static_cast<SmpAttr>(attr) == SmpAttr::kPortInfo) {
+      // Answered, whatever the outcome, with the attribute as it now stands.
+      status = static_cast<uint16_t>(check_port_info_set(port, modifier, in + kSmpDataOffset));
+      std::memset(out + kSmpDataOffset, 0, kSmpDataBytes);
+      fill_port_info(port, modifier, out + kSmpDataOffset);
+    } else {
+      // No other attribute is writable yet; the data goes back as it came.
+      status = static_cast<uint16_t>(MadStatus::kAttributeUnsupported);
+    }
+  } else if (method == static_cast<uint8_t>(MethodId::kTrapRepress)) {
+    return Disposition::kDrop;  // the SMA sends no traps, so none to repress
+  } else {
+    status = static_cast<uint16_t>(MadStatus::kMethodUnsupported);
+  }
+  // IBA 13.4.5: a failed Get carries no attribute data.
+  if (status != 0 && method == static_cast<uint8_t>(MethodId::kGet))
+    std::memset(out + kSmpDataOffset, 0, kSmpDataBytes);
+  Method::set(out, static_cast<uint8_t>(MethodId::kGetResp) & 0x7f);
+  ResponseBit::set(out, 1);
+  if (directed) {
+    DrStatus::set(out, status);
+    DrDirection::set(out, 1);  // the response retraces the path (C14-11)
+  } else {
+    Status::set(out, status);
+  }
+  return Disposition::kRespond;
+}
+
+}  // namespace softverbs::mad

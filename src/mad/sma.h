@@ -1,0 +1,36 @@
+// The subnet management agent of the device's port (IBA 14.2): answers
+// SubnGet/SubnSet of class 0x01 (LID-routed) and 0x81 (directed route)
+// against a PortView. Independent of how the MAD travelled: the caller hands
+// in the 256 bytes that reached the port and sends back what it is given.
+#pragma once
+
+#include <cstddef>
+#include <cstdint>
+
+#include "mad/port_view.h"
+
+namespace softverbs::mad {
+
+enum class Disposition {
+  kRespond,   // `out` holds the response, to go back to the sender
+  kDrop,      // nothing goes back (malformed, a response, no agent for it)
+  kLeavePort, // a directed-route SMP to be forwarded out of the port
+};
+
+// IBA attribute IDs the SMA knows (14.2.5).
+enum class SmpAttr : uint16_t {
+  kNodeDescription = 0x0010,
+  kNodeInfo = 0x0011,
+  kGuidInfo = 0x0014,
+  kPortInfo = 0x0015,
+  kPKeyTable = 0x0016,
+  kSlToVlMappingTable = 0x0017,
+  kVlArbitrationTable = 0x0018,
+  kSmInfo = 0x0020,
+};
+
+// REQUIRES: `out` holds kMadBytes. `in` may be any length; fewer than
+// kMadBytes is malformed (dropped, as the port would drop it).
+Disposition answer_smp(const PortView& port, const uint8_t* in, size_t len, uint8_t* out);
+
+}  // namespace softverbs::mad

@@ -1,0 +1,192 @@
+#!/usr/bin/env bash
+# Debian's infiniband-diags, unmodified, through our libibumad.so.3 on the
+# default device: the CA and port they see match ibv_devinfo, and the
+# device's own SMA and PMA answer their MADs.
+#   umad_tools.sh <dir of libibumad.so.3 and libibverbs.so.1> <scenario>
+# Scenarios: ibstat, ibstat-roce, smpquery, ibaddr-sminfo, perfquery,
+#            faults, unreachable. Every tool runs under `timeout`; the only
+#            background process (ib_write_bw's server) is killed by PID.
+set -euo pipefail
+lib=$1
+scenario=$2
+export LD_LIBRARY_PATH=$lib
+export SOFTVERBS_DEVICE_PATH=/dev/shm/softverbs-conf-umad-$scenario-$$
+work=$(mktemp -d)
+server=
+cleanup() {
+  if [ -n "$server" ]; then
+    kill -TERM "$server" 2>/dev/null || true
+    for _ in $(seq 20); do kill -0 "$server" 2>/dev/null || break; sleep 0.1; done
+    kill -KILL "$server" 2>/dev/null || true
+    wait "$server" 2>/dev/null || true
+  fi
+  rm -rf "$SOFTVERBS_DEVICE_PATH" "$SOFTVERBS_DEVICE_PATH.sysfs" "$SOFTVERBS_DEVICE_PATH.pma" "$work"
+}
+trap cleanup EXIT
+fail() { echo "FAIL: $scenario: $*" >&2; exit 1; }
+command -v ibstat >/dev/null || { echo "SKIP: infiniband-diags is not installed"; exit 77; }
+
+# run NAME CMD...: the tool's output in $work/NAME, its exit status checked.
+run() {
+  local name=$1
+  shift
+  timeout 20 "$@" >"$work/$name" 2>&1 || { cat "$work/$name" >&2; fail "'$*' exited $?"; }
+}
+# field FILE NAME: the value of smpquery's/perfquery's "Name:.....value" line.
+field() { awk -v n="$2" -F':' '{ k = $1; sub(/\.+$/, "", k) } k == n { v = $2; sub(/^\.+/, "", v); print v; exit }' "$1"; }
+expect() {  # FILE NAME VALUE
+  local got
+  got=$(field "$1" "$2")
+  [ "$got" = "$3" ] || { cat "$1" >&2; fail "$2 is '$got', expected '$3'"; }
+}
+
+# The port GUID and LID ibv_devinfo shows (GID 0 ends in the port GUID).
+devinfo() {
+  run devinfo ibv_devinfo -v -d "$1"
+  port_guid=0x$(awk '/GID\[ *0\]/ { g = $NF; gsub(/:/, "", g); print substr(g, 17); exit }' "$work/devinfo")
+  node_guid=0x$(awk '$1 == "node_guid:" { g = $2; gsub(/:/, "", g); print g; exit }' "$work/devinfo")
+}
+
+# write_bw: Debian's ib_write_bw, server and client on softverbs0, $size
+# bytes $iters times; fails the scenario unless both ends exit 0.
+size=65536 iters=200
+write_bw() {
+  local port=$(( 30000 + $$ % 15000 )) rc
+  while [ -n "$(ss -Hltn "( sport = :$port )" 2>/dev/null)" ]; do port=$((port + 1)); done
+  timeout 60 ib_write_bw -d softverbs0 -p "$port" -s $size -n $iters >"$work/server.out" 2>&1 &
+  server=$!
+  # The client does not retry its TCP connect: retry until the server listens.
+  for _ in $(seq 100); do
+    rc=0
+    timeout 60 ib_write_bw -d softverbs0 -p "$port" -s $size -n $iters localhost >"$work/client.out" 2>&1 || rc=$?
+    if [ $rc -ne 0 ] && grep -q "Couldn't connect" "$work/client.out" && kill -0 "$server" 2>/dev/null; then
+      sleep 0.1
+    else
+      break
+    fi
+  done
+  [ $rc -eq 0 ] || { cat "$work/client.out" >&2; fail "ib_write_bw exited $rc"; }
+  wait "$server" || fail "ib_write_bw server failed"
+  server=
+}
+
+case $scenario in
+  ibstat)
+    devinfo softverbs0
+    run ibstat ibstat
+    grep -q "^CA 'softverbs0'" "$work/ibstat" || fail "no CA softverbs0"
+    grep -q "State: Active" "$work/ibstat" || fail "port not Active"
+    grep -q "Physical state: LinkUp" "$work/ibstat" || fail "port not LinkUp"
+    grep -q "Link layer: InfiniBand" "$work/ibstat" || fail "link layer"
+    grep -q "Base lid: 1" "$work/ibstat" || fail "LID"
+    grep -q "Node GUID: $node_guid" "$work/ibstat" || fail "node GUID is not ibv_devinfo's $node_guid"
+    grep -q "Port GUID: $port_guid" "$work/ibstat" || fail "port GUID is not ibv_devinfo's $port_guid"
+    run ports ibstat -p
+    [ "$(cat "$work/ports")" = "$port_guid" ] || fail "ibstat -p: $(cat "$work/ports")"
+    run one ibstat softverbs0 1
+    grep -q "State: Active" "$work/one" || fail "ibstat softverbs0 1"
+    run list ibstat -l
+    [ "$(cat "$work/list")" = softverbs0 ] || fail "ibstat -l: $(cat "$work/list")"
+    if timeout 20 ibstat nosuchca >"$work/bad" 2>&1; then fail "ibstat of an unknown CA succeeded"; fi
+    # The synthetic sysfs tree libibverbs wrote for ibv_devinfo says the same.
+    sys=$SOFTVERBS_DEVICE_PATH.sysfs/class/infiniband/softverbs0/ports/1
+    grep -q "Capability mask: $(cat "$sys/cap_mask")" "$work/ibstat" || fail "cap_mask is not sysfs' $(cat "$sys/cap_mask")"
+    grep -q "Rate: $(awk '{ print $1 }' "$sys/rate")\$" "$work/ibstat" || fail "rate is not sysfs' $(cat "$sys/rate")"
+    grep -q "SM lid: $(( $(cat "$sys/sm_lid") ))" "$work/ibstat" || fail "SM lid is not sysfs'"
+    ;;
+  ibstat-roce)
+    export SOFTVERBS_ROCE_ADDR=127.0.0.1 SOFTVERBS_ROCE_PORT=$(( 33000 + $$ % 2000 ))
+    run ibstat ibstat
+    grep -q "^CA 'softverbs_roce0'" "$work/ibstat" || fail "no CA softverbs_roce0"
+    grep -q "Link layer: Ethernet" "$work/ibstat" || fail "link layer"
+    grep -q "State: Active" "$work/ibstat" || fail "state"
+    ;;
+  smpquery)
+    devinfo softverbs0
+    for route in "-D 0" "1"; do
+      read -r -a r <<<"$route"
+      if [ "${r[0]}" = -D ]; then opts=(-D); dest=0; else opts=(); dest=1; fi
+      run nodeinfo smpquery "${opts[@]}" nodeinfo "$dest"
+      expect "$work/nodeinfo" NodeType "Channel Adapter"
+      expect "$work/nodeinfo" Guid "$node_guid"
+      expect "$work/nodeinfo" PortGuid "$port_guid"
+      run portinfo smpquery "${opts[@]}" portinfo "$dest"
+      expect "$work/portinfo" Lid 1
+      expect "$work/portinfo" SMLid 1
+      expect "$work/portinfo" LinkState Active
+      expect "$work/portinfo" PhysLinkState LinkUp
+      expect "$work/portinfo" LinkWidthActive 4X
+      expect "$work/portinfo" LinkSpeedExtActive "25.78125 Gbps"
+      expect "$work/portinfo" NeighborMTU 4096
+      run pkeys smpquery "${opts[@]}" pkeys "$dest"
+      grep -q "0: 0xffff" "$work/pkeys" || fail "pkeys: $(cat "$work/pkeys")"
+      run sl2vl smpquery "${opts[@]}" sl2vl "$dest"
+      grep -Eq '^ports: in +0, out +0: \|( 0\|){16}$' "$work/sl2vl" || fail "sl2vl: $(cat "$work/sl2vl")"
+      run vlarb smpquery "${opts[@]}" vlarb "$dest"
+      grep -q "LowCap 8 HighCap 8" "$work/vlarb" || fail "vlarb: $(cat "$work/vlarb")"
+      run nodedesc smpquery "${opts[@]}" nodedesc "$dest"
+      grep -q "softverbs0" "$work/nodedesc" || fail "nodedesc: $(cat "$work/nodedesc")"
+    done
+    # An attribute the SMA has not: answered at once with status 0x0C, not timed out.
+    start=$(date +%s%N)
+    if timeout 20 smpquery -t 5000 switchinfo 1 >"$work/switchinfo" 2>&1; then fail "switchinfo answered"; fi
+    elapsed_ms=$(( ($(date +%s%N) - start) / 1000000 ))
+    [ $elapsed_ms -lt 4000 ] || fail "switchinfo took ${elapsed_ms} ms: timed out instead of status 0x0C"
+    ;;
+  ibaddr-sminfo)
+    devinfo softverbs0
+    run ibaddr ibaddr
+    grep -q "LID start 0x1 end 0x1" "$work/ibaddr" || fail "ibaddr: $(cat "$work/ibaddr")"
+    run sminfo sminfo
+    grep -q "sm lid 1 sm guid $(printf 0x%x "$port_guid").*SMINFO_MASTER" "$work/sminfo" || fail "sminfo: $(cat "$work/sminfo")"
+    ;;
+  unreachable)
+    # A MAD to a LID nobody has, and a directed route out of the port: the
+    # sender's timeout, bounded (libibmad: -t ms, 3 tries).
+    start=$(date +%s%N)
+    if timeout 20 smpquery -t 200 nodeinfo 7 >"$work/lid7" 2>&1; then fail "LID 7 answered"; fi
+    if timeout 20 smpquery -t 200 -D nodeinfo 0,1 >"$work/dr" 2>&1; then fail "DR 0,1 answered"; fi
+    elapsed_ms=$(( ($(date +%s%N) - start) / 1000000 ))
+    grep -q "failed" "$work/lid7" || fail "lid 7: $(cat "$work/lid7")"
+    [ $elapsed_ms -lt 10000 ] || fail "the timeouts took ${elapsed_ms} ms"
+    ;;
+  perfquery)
+    command -v ib_write_bw >/dev/null || { echo "SKIP: perftest is not installed"; exit 77; }
+    run cpi perfquery
+    grep -q "CapMask: 0x300" "$work/cpi" || fail "perfquery: $(cat "$work/cpi")"
+    run before perfquery -x
+    write_bw
+    run after perfquery -x
+    moved_words=$(( size * iters / 4 ))
+    for f in PortXmitData PortRcvData; do
+      grown=$(( $(field "$work/after" $f) - $(field "$work/before" $f) ))
+      [ $grown -ge $moved_words ] || fail "$f grew by $grown words; ib_write_bw moved $moved_words"
+      # Headers are counted too, but not more than a packet's worth per 256 B.
+      [ $grown -le $(( moved_words * 2 )) ] || fail "$f grew by $grown words, far more than $moved_words"
+    done
+    pkts=$(( $(field "$work/after" PortXmitPkts) - $(field "$work/before" PortXmitPkts) ))
+    [ $pkts -ge $(( size * iters / 4096 )) ] || fail "PortXmitPkts grew by $pkts"
+    run small perfquery
+    [ "$(field "$work/small" PortXmitData)" -gt 0 ] || fail "PortCounters PortXmitData is 0"
+    # Reset: perfquery -x -r shows the counters, then clears them; the next read is near zero.
+    run reset perfquery -x -r
+    run cleared perfquery -x
+    [ "$(field "$work/cleared" PortXmitData)" -lt 1000 ] || fail "after -r: $(cat "$work/cleared")"
+    run reset32 perfquery -r
+    run cleared32 perfquery
+    [ "$(field "$work/cleared32" PortXmitData)" -lt 1000 ] || fail "after -r: $(cat "$work/cleared32")"    expect "$work/small" PortXmitDiscards 0
+    ;;
+  faults)
+    # Packets the fault injector drops are what an operator sees as
+    # PortXmitDiscards (the requester's retries still carry the run through).
+    command -v ib_write_bw >/dev/null || { echo "SKIP: perftest is not installed"; exit 77; }
+    SOFTVERBS_FAULTS=loss=0.02,seed=7 write_bw
+    run counters perfquery
+    [ "$(field "$work/counters" PortXmitDiscards)" -gt 0 ] || fail "no PortXmitDiscards: $(cat "$work/counters")"
+    expect "$work/counters" PortRcvErrors 0
+    ;;
+  *)
+    fail "unknown scenario"
+    ;;
+esac
+echo "PASS: $scenario"

@@ -1,0 +1,118 @@
+// Functions of librdmacm.so.1 that softverbs does not offer yet, failing the
+// documented way: -1 (or NULL) with errno set, and a debug log line naming
+// the function. They must exist: every consumer binds them at load
+// (BIND_NOW), and a program that never calls them must run.
+//
+//   - rsockets (rsocket, rbind, ..., riowrite): ENOSYS, librdmacm's own
+//     errno for a socket call it cannot carry out.
+//   - multicast joins: EOPNOTSUPP, softverbs' CM has no SA to join through.
+//   - ECE (enhanced connection establishment): EOPNOTSUPP, no device offers it.
+#include <rdma/rdma_cma.h>
+#include <rdma/rdma_verbs.h>
+#include <rdma/rsocket.h>
+
+#include <cerrno>
+#include <cstdarg>
+
+#include "abi/rdmacm/abi.h"
+#include "util/log.h"
+
+namespace softverbs::rdmacm_abi {
+
+int unsupported(const char* fn, int err) {
+  SV_LOG(kDebug, "%s: not supported by softverbs' librdmacm (%s)", fn, err == ENOSYS ? "ENOSYS" : "EOPNOTSUPP");
+  errno = err;
+  return -1;
+}
+
+}  // namespace softverbs::rdmacm_abi
+
+using softverbs::rdmacm_abi::unsupported;
+
+namespace {
+int no_rsockets(const char* fn) { return unsupported(fn, ENOSYS); }
+}  // namespace
+
+SV_EXPORT int rdma_join_multicast(rdma_cm_id*, sockaddr*, void*) { return unsupported(__func__, EOPNOTSUPP); }
+SV_EXPORT int rdma_join_multicast_ex(rdma_cm_id*, rdma_cm_join_mc_attr_ex*, void*) {
+  return unsupported(__func__, EOPNOTSUPP);
+}
+SV_EXPORT int rdma_leave_multicast(rdma_cm_id*, sockaddr*) { return unsupported(__func__, EOPNOTSUPP); }
+SV_EXPORT int rdma_set_local_ece(rdma_cm_id*, ibv_ece*) { return unsupported(__func__, EOPNOTSUPP); }
+SV_EXPORT int rdma_get_remote_ece(rdma_cm_id*, ibv_ece*) { return unsupported(__func__, EOPNOTSUPP); }
+SV_EXPORT int rdma_reject_ece(rdma_cm_id*, const void*, uint8_t) { return unsupported(__func__, EOPNOTSUPP); }
+
+SV_EXPORT int rsocket(int, int, int) { return no_rsockets(__func__); }
+SV_EXPORT int rbind(int, const sockaddr*, socklen_t) { return no_rsockets(__func__); }
+SV_EXPORT int rlisten(int, int) { return no_rsockets(__func__); }
+SV_EXPORT int raccept(int, sockaddr*, socklen_t*) { return no_rsockets(__func__); }
+SV_EXPORT int rconnect(int, const sockaddr*, socklen_t) { return no_rsockets(__func__); }
+SV_EXPORT int rshutdown(int, int) { return no_rsockets(__func__); }
+SV_EXPORT int rclose(int) { return no_rsockets(__func__); }
+SV_EXPORT ssize_t rrecv(int, void*, size_t, int) { return no_rsockets(__func__); }
+SV_EXPORT ssize_t rrecvfrom(int, void*, size_t, int, sockaddr*, socklen_t*) { return no_rsockets(__func__); }
+SV_EXPORT ssize_t rrecvmsg(int, msghdr*, int) { return no_rsockets(__func__); }
+SV_EXPORT ssize_t rsend(int, const void*, size_t, int) { return no_rsockets(__func__); }
+SV_EXPORT ssize_t rsendto(int, const void*, size_t, int, const sockaddr*, socklen_t) {
+  return no_rsockets(__func__);
+}
+SV_EXPORT ssize_t rsendmsg(int, const msghdr*, int) { return no_rsockets(__func__); }
+SV_EXPORT ssize_t rread(int, void*, size_t) { return no_rsockets(__func__); }
+SV_EXPORT ssize_t rreadv(int, const iovec*, int) { return no_rsockets(__func__); }
+SV_EXPORT ssize_t rwrite(int, const void*, size_t) { return no_rsockets(__func__); }
+SV_EXPORT ssize_t rwritev(int, const iovec*, int) { return no_rsockets(__func__); }
+SV_EXPORT int rpoll(pollfd*, nfds_t, int) { return no_rsockets(__func__); }
+SV_EXPORT int rselect(int, fd_set*, fd_set*, fd_set*, timeval*) { return no_rsockets(__func__); }
+SV_EXPORT int rgetpeername(int, sockaddr*, socklen_t*) { return no_rsockets(__func__); }
+SV_EXPORT int rgetsockname(int, sockaddr*, socklen_t*) { return no_rsockets(__func__); }
+SV_EXPORT int rsetsockopt(int, int, int, const void*, socklen_t) { return no_rsockets(__func__); }
+SV_EXPORT int rgetsockopt(int, int, int, void*, socklen_t*) { return no_rsockets(__func__); }
+SV_EXPORT int rfcntl(int, int, ...) { return no_rsockets(__func__); }
+SV_EXPORT off_t riomap(int, void*, size_t, int, int, off_t) { return no_rsockets(__func__); }
+SV_EXPORT int riounmap(int, void*, size_t) { return no_rsockets(__func__); }
+SV_EXPORT size_t riowrite(int, const void*, size_t, off_t, int) {
+  return static_cast<size_t>(no_rsockets(__func__));
+}
+
+// The connection manager itself: not written yet (issue 17).
+namespace {
+int no_cm(const char* fn) { return unsupported(fn, ENOSYS); }
+}  // namespace
+
+SV_EXPORT rdma_event_channel* rdma_create_event_channel() {
+  no_cm(__func__);
+  return nullptr;
+}
+SV_EXPORT void rdma_destroy_event_channel(rdma_event_channel*) {}
+SV_EXPORT int rdma_create_id(rdma_event_channel*, rdma_cm_id**, void*, rdma_port_space) { return no_cm(__func__); }
+SV_EXPORT int rdma_create_ep(rdma_cm_id**, rdma_addrinfo*, ibv_pd*, ibv_qp_init_attr*) { return no_cm(__func__); }
+SV_EXPORT void rdma_destroy_ep(rdma_cm_id*) {}
+SV_EXPORT int rdma_destroy_id(rdma_cm_id*) { return no_cm(__func__); }
+SV_EXPORT int rdma_bind_addr(rdma_cm_id*, sockaddr*) { return no_cm(__func__); }
+SV_EXPORT int rdma_resolve_addr(rdma_cm_id*, sockaddr*, sockaddr*, int) { return no_cm(__func__); }
+SV_EXPORT int rdma_resolve_route(rdma_cm_id*, int) { return no_cm(__func__); }
+SV_EXPORT int rdma_create_qp(rdma_cm_id*, ibv_pd*, ibv_qp_init_attr*) { return no_cm(__func__); }
+SV_EXPORT int rdma_create_qp_ex(rdma_cm_id*, ibv_qp_init_attr_ex*) { return no_cm(__func__); }
+SV_EXPORT void rdma_destroy_qp(rdma_cm_id*) {}
+SV_EXPORT int rdma_create_srq(rdma_cm_id*, ibv_pd*, ibv_srq_init_attr*) { return no_cm(__func__); }
+SV_EXPORT int rdma_create_srq_ex(rdma_cm_id*, ibv_srq_init_attr_ex*) { return no_cm(__func__); }
+SV_EXPORT void rdma_destroy_srq(rdma_cm_id*) {}
+SV_EXPORT int rdma_connect(rdma_cm_id*, rdma_conn_param*) { return no_cm(__func__); }
+SV_EXPORT int rdma_establish(rdma_cm_id*) { return no_cm(__func__); }
+SV_EXPORT int rdma_listen(rdma_cm_id*, int) { return no_cm(__func__); }
+SV_EXPORT int rdma_get_request(rdma_cm_id*, rdma_cm_id**) { return no_cm(__func__); }
+SV_EXPORT int rdma_accept(rdma_cm_id*, rdma_conn_param*) { return no_cm(__func__); }
+SV_EXPORT int rdma_reject(rdma_cm_id*, const void*, uint8_t) { return no_cm(__func__); }
+SV_EXPORT int rdma_notify(rdma_cm_id*, ibv_event_type) { return no_cm(__func__); }
+SV_EXPORT int rdma_disconnect(rdma_cm_id*) { return no_cm(__func__); }
+SV_EXPORT int rdma_get_cm_event(rdma_event_channel*, rdma_cm_event**) { return no_cm(__func__); }
+SV_EXPORT int rdma_ack_cm_event(rdma_cm_event*) { return no_cm(__func__); }
+SV_EXPORT int rdma_set_option(rdma_cm_id*, int, int, void*, size_t) { return no_cm(__func__); }
+SV_EXPORT int rdma_migrate_id(rdma_cm_id*, rdma_event_channel*) { return no_cm(__func__); }
+SV_EXPORT int rdma_getaddrinfo(const char*, const char*, const rdma_addrinfo*, rdma_addrinfo**) {
+  return no_cm(__func__);
+}
+SV_EXPORT void rdma_freeaddrinfo(rdma_addrinfo*) {}
+SV_EXPORT int rdma_init_qp_attr(rdma_cm_id*, ibv_qp_attr*, int*) { return no_cm(__func__); }
+SV_EXPORT __be16 rdma_get_src_port(rdma_cm_id*) { return 0; }
+SV_EXPORT __be16 rdma_get_dst_port(rdma_cm_id*) { return 0; }

@@ -5,7 +5,11 @@ Usage: include_graph.py [REPO_ROOT]   (default: two folders above this script)
 
 Top to bottom:
 
-    abi/       the C ABI; nothing outside abi/ includes it
+    abi/       the C ABI; nothing outside abi/ includes it. abi/rdmacm
+               (librdmacm.so.1) includes only cm, wire and util: it is a
+               separate library over the public verbs
+    cm/        the RDMA CM engine: wire and util only (it reaches the device
+               through <infiniband/verbs.h>, never through verbs/)
     verbs/     may include transport, wire, shm, util, and of fabric/ only its
                face (fabric/fabrics.h, fabric/device_host.h) -- never a
                fabric; the port's configuration is the verbs layer's own
@@ -46,6 +50,8 @@ FABRIC_COMMON = "fabric-common"  # fabrics.h, device_host.h, fault/
 # component -> components it may include (besides itself).
 ALLOWED = {
     "abi": {"verbs", "transport", "wire", "shm", "util"},
+    "abi/rdmacm": {"cm", "wire", "util"},
+    "cm": {"wire", "util"},
     "verbs": {"transport", "wire", "shm", "util"},
     FABRIC_COMMON: {"transport", "wire", "shm", "util"},
     "fabric/host": {FABRIC_COMMON, "transport", "wire", "shm", "util"},
@@ -74,6 +80,8 @@ def component(rel):
     parts = rel.split("/")
     if rel == "fabric/fabrics.cc":
         return "fabric-registry"
+    if rel.startswith("abi/rdmacm/"):
+        return "abi/rdmacm"
     if parts[0] == "fabric":
         if len(parts) > 2 and parts[1] in ("host", "udp", "fake"):
             return "fabric/" + parts[1]

@@ -1,0 +1,210 @@
+#include "cm/port_table.h"
+
+#include <fcntl.h>
+#include <signal.h>
+#include <sys/file.h>
+#include <sys/mman.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include <cerrno>
+#include <cstring>
+
+namespace softverbs::cm {
+
+namespace {
+
+constexpr uint64_t kMagic = 0x736f66746d63'0001;  // "softcm", layout 1
+constexpr uint16_t kEphemeralFirst = 32768;
+constexpr uint16_t kEphemeralLast = 60999;  // Linux's ip_local_port_range
+
+bool alive(int32_t pid) { return pid > 0 && (kill(pid, 0) == 0 || errno != ESRCH); }
+
+}  // namespace
+
+bool TableAddr::wildcard() const {
+  for (uint8_t b : bytes) {
+    if (b != 0) return false;
+  }
+  return true;
+}
+
+struct PortTable::Layout {
+  uint64_t magic;
+  uint32_t next_ephemeral;
+  uint32_t pad;
+  struct Slot {
+    int32_t pid;
+    uint32_t agent_qpn;
+  } slots[kSlots];
+  struct Binding {
+    int32_t pid;  // 0: free
+    int16_t slot;
+    uint16_t ps;
+    uint16_t port;
+    uint8_t listening;
+    uint8_t reuse;
+    TableAddr addr;
+    uint8_t pad[3];
+  } bindings[kBindings];
+};
+
+class PortTable::Lock {
+ public:
+  explicit Lock(int fd) : fd_(fd) { while (flock(fd_, LOCK_EX) < 0 && errno == EINTR) {} }
+  ~Lock() { flock(fd_, LOCK_UN); }
+  Lock(const Lock&) = delete;
+  Lock& operator=(const Lock&) = delete;
+
+ private:
+  int fd_;
+};
+
+std::optional<PortTable> PortTable::open(const std::string& path) {
+  const int fd = ::open(path.c_str(), O_RDWR | O_CREAT | O_CLOEXEC, 0600);
+  if (fd < 0) return std::nullopt;
+  {
+    Lock lock(fd);
+    struct stat st{};
+    if (fstat(fd, &st) < 0 || (static_cast<size_t>(st.st_size) < sizeof(Layout) &&
+                               ftruncate(fd, sizeof(Layout)) < 0)) {
+      const int e = errno;
+      close(fd);
+      errno = e;
+      return std::nullopt;
+    }
+  }
+  void* p = mmap(nullptr, sizeof(Layout), PROT_READ | PROT_WRITE, MAP_SHARED, fd, 0);
+  if (p == MAP_FAILED) {
+    const int e = errno;
+    close(fd);
+    errno = e;
+    return std::nullopt;
+  }
+  auto* layout = static_cast<Layout*>(p);
+  {
+    Lock lock(fd);
+    if (layout->magic != kMagic) {
+      std::memset(static_cast<void*>(layout), 0, sizeof(Layout));
+      layout->magic = kMagic;
+      layout->next_ephemeral = kEphemeralFirst + static_cast<uint32_t>(getpid()) % 1000;
+    }
+  }
+  return PortTable(fd, layout);
+}
+
+PortTable::PortTable(PortTable&& o) noexcept : fd_(o.fd_), layout_(o.layout_) {
+  o.fd_ = -1;
+  o.layout_ = nullptr;
+}
+
+PortTable::~PortTable() {
+  if (layout_ != nullptr) munmap(layout_, sizeof(Layout));
+  if (fd_ >= 0) close(fd_);
+}
+
+int PortTable::claim_slot(uint32_t agent_qpn) {
+  Lock lock(fd_);
+  for (int i = 0; i < kSlots; ++i) {
+    auto& s = layout_->slots[i];
+    if (!alive(s.pid)) {
+      s.pid = getpid();
+      s.agent_qpn = agent_qpn;
+      return i;
+    }
+  }
+  errno = ENOSPC;
+  return -1;
+}
+
+void PortTable::release_slot(int slot) {
+  Lock lock(fd_);
+  auto& s = layout_->slots[slot];
+  if (s.pid == getpid()) s = {};
+  for (auto& b : layout_->bindings) {
+    if (b.pid == getpid() && b.slot == slot) b = {};
+  }
+}
+
+uint32_t PortTable::agent_of_slot(int slot) {
+  if (slot < 0 || slot >= kSlots) return 0;
+  Lock lock(fd_);
+  const auto& s = layout_->slots[slot];
+  return alive(s.pid) ? s.agent_qpn : 0;
+}
+
+int PortTable::bind(int slot, uint16_t ps, const TableAddr& addr, uint16_t* port, bool reuse) {
+  Lock lock(fd_);
+  auto conflicts = [&](uint16_t p) {
+    for (auto& b : layout_->bindings) {
+      if (b.pid == 0) continue;
+      if (!alive(b.pid)) {
+        b = {};
+        continue;
+      }
+      if (b.ps != ps || b.port != p || b.addr.family != addr.family) continue;
+      if (reuse && b.reuse && !b.listening) continue;
+      if (b.addr.wildcard() || addr.wildcard() || b.addr == addr) return true;
+    }
+    return false;
+  };
+  uint16_t chosen = *port;
+  if (chosen == 0) {
+    const uint32_t range = kEphemeralLast - kEphemeralFirst + 1;
+    bool found = false;
+    for (uint32_t n = 0; n < range && !found; ++n) {
+      const uint32_t candidate = kEphemeralFirst + (layout_->next_ephemeral - kEphemeralFirst + n) % range;
+      if (!conflicts(static_cast<uint16_t>(candidate))) {
+        chosen = static_cast<uint16_t>(candidate);
+        layout_->next_ephemeral = candidate + 1;
+        found = true;
+      }
+    }
+    if (!found) {
+      errno = EADDRINUSE;
+      return -1;
+    }
+  } else if (conflicts(chosen)) {
+    errno = EADDRINUSE;
+    return -1;
+  }
+  for (int i = 0; i < kBindings; ++i) {
+    auto& b = layout_->bindings[i];
+    if (b.pid != 0 && alive(b.pid)) continue;
+    b = {};
+    b.pid = getpid();
+    b.slot = static_cast<int16_t>(slot);
+    b.ps = ps;
+    b.port = chosen;
+    b.reuse = reuse;
+    b.addr = addr;
+    *port = chosen;
+    return i;
+  }
+  errno = ENOSPC;
+  return -1;
+}
+
+void PortTable::set_listening(int binding, bool listening) {
+  Lock lock(fd_);
+  layout_->bindings[binding].listening = listening;
+}
+
+void PortTable::unbind(int binding) {
+  Lock lock(fd_);
+  auto& b = layout_->bindings[binding];
+  if (b.pid == getpid()) b = {};
+}
+
+int PortTable::listener_slot(uint16_t ps, uint16_t port, const TableAddr& addr) {
+  Lock lock(fd_);
+  int wildcard = -1;
+  for (const auto& b : layout_->bindings) {
+    if (b.pid == 0 || !b.listening || b.ps != ps || b.port != port || !alive(b.pid)) continue;
+    if (b.addr == addr) return b.slot;
+    if (b.addr.wildcard()) wildcard = b.slot;
+  }
+  return wildcard;
+}
+
+}  // namespace softverbs::cm

@@ -1,0 +1,104 @@
+#!/usr/bin/env bash
+# Debian's rdmacm-utils, unmodified, on softverbs0 through our librdmacm.so.1
+# and libibverbs.so.1 (LD_LIBRARY_PATH).
+# Usage: rdmacm_utils.sh <dir of our librdmacm.so.1> <scenario>
+#   rping              rping -s / rping -c -a 127.0.0.1 -C 10 -v: every ping
+#                      verified on both sides, both exit 0
+#   rping-no-listener  a client with nobody listening: RDMA_CM_EVENT_REJECTED
+#                      (REJ, invalid service ID), exit non-zero, promptly
+#   ucmatose           ucmatose server and client, 4 connections at once,
+#                      sends both ways, disconnect: "return status 0" on both
+#   rdma_server-client rdma_server / rdma_client: synchronous ids
+#                      (rdma_create_ep, rdma_get_request), one send each way
+set -euo pipefail
+libdir=$1
+scenario=$2
+export LD_LIBRARY_PATH=$libdir
+export SOFTVERBS_DEVICE_PATH=/dev/shm/softverbs-cm-$scenario-$$
+pids=()
+cleanup() {
+  for p in "${pids[@]}"; do kill -9 "$p" 2>/dev/null || true; wait "$p" 2>/dev/null || true; done
+  rm -rf "$SOFTVERBS_DEVICE_PATH" "$SOFTVERBS_DEVICE_PATH.sysfs" "$SOFTVERBS_DEVICE_PATH.cm"
+}
+trap cleanup EXIT
+fail() { echo "FAIL: $*" >&2; exit 1; }
+command -v rping >/dev/null || { echo "rdmacm-utils is not installed (scripts/deps.sh)"; exit 77; }
+# The segment is private to this run, and with it the CM's port table: any
+# port will do.
+port=7174
+
+# client_until_listening <log> <client command...>: the server may not listen
+# yet; retry only a client that was rejected for want of a listener.
+client_until_listening() {
+  local log=$1; shift
+  for _ in $(seq 100); do
+    if timeout 60 "$@" >"$log" 2>&1; then return 0; fi
+    grep -q 'RDMA_CM_EVENT_REJECTED, error 8' "$log" || return 1
+    sleep 0.1
+  done
+  return 1
+}
+
+case $scenario in
+  rping)
+    slog=$(mktemp) clog=$(mktemp)
+    timeout 60 rping -s -a 127.0.0.1 -p $port -C 10 -v >"$slog" 2>&1 &
+    spid=$!
+    pids+=("$spid")
+    client_until_listening "$clog" rping -c -a 127.0.0.1 -p $port -C 10 -v ||
+      fail "rping client: $(cat "$clog")"
+    wait "$spid" || fail "rping server (rc $?): $(cat "$slog")"
+    [ "$(grep -c '^ping data: rdma-ping-' "$clog")" -eq 10 ] || fail "client printed $(cat "$clog")"
+    [ "$(grep -c '^server ping data: rdma-ping-' "$slog")" -eq 10 ] || fail "server printed $(cat "$slog")"
+    grep -q 'rdma-ping-9: JKLMNOPQRSTUVWXYZ' "$clog" || fail "client's last ping: $(tail -1 "$clog")"
+    echo "rping: 10 pings verified on both sides"
+    tail -2 "$clog"
+    rm -f "$slog" "$clog"
+    ;;
+  rping-no-listener)
+    clog=$(mktemp)
+    start=$(date +%s%N)
+    if timeout 30 rping -c -a 127.0.0.1 -p $port -C 1 >"$clog" 2>&1; then fail "rping connected to nobody: $(cat "$clog")"; fi
+    ms=$(( ($(date +%s%N) - start) / 1000000 ))
+    grep -q 'RDMA_CM_EVENT_REJECTED, error 8' "$clog" || fail "expected REJECTED (8): $(cat "$clog")"
+    [ $ms -lt 5000 ] || fail "the reject took $ms ms"
+    echo "rping to a port with no listener: REJECTED (invalid service ID) in $ms ms"
+    rm -f "$clog"
+    ;;
+  ucmatose)
+    slog=$(mktemp) clog=$(mktemp)
+    timeout 60 ucmatose -p $port -c 4 >"$slog" 2>&1 &
+    spid=$!
+    pids+=("$spid")
+    for _ in $(seq 100); do
+      timeout 60 ucmatose -s 127.0.0.1 -p $port -c 4 >"$clog" 2>&1 && break
+      grep -q 'event: RDMA_CM_EVENT_REJECTED, error: 8' "$clog" || fail "ucmatose client: $(cat "$clog")"
+      sleep 0.1
+    done
+    grep -q 'return status 0' "$clog" || fail "ucmatose client: $(cat "$clog")"
+    wait "$spid" || fail "ucmatose server (rc $?): $(cat "$slog")"
+    grep -q 'return status 0' "$slog" || fail "ucmatose server: $(cat "$slog")"
+    echo "ucmatose: 4 connections, both sides: return status 0"
+    rm -f "$slog" "$clog"
+    ;;
+  rdma_server-client)
+    slog=$(mktemp) clog=$(mktemp)
+    timeout 60 rdma_server -p $port >"$slog" 2>&1 &
+    spid=$!
+    pids+=("$spid")
+    for _ in $(seq 100); do
+      timeout 60 rdma_client -s 127.0.0.1 -p $port >"$clog" 2>&1 && break
+      grep -q 'rdma_connect: Connection refused' "$clog" || fail "rdma_client: $(cat "$clog")"
+      sleep 0.1
+    done
+    grep -q 'rdma_client: end 0' "$clog" || fail "rdma_client: $(cat "$clog")"
+    wait "$spid" || fail "rdma_server (rc $?): $(cat "$slog")"
+    grep -q 'rdma_server: end 0' "$slog" || fail "rdma_server: $(cat "$slog")"
+    echo "rdma_server / rdma_client: end 0 on both"
+    rm -f "$slog" "$clog"
+    ;;
+  *)
+    echo "unknown scenario $scenario" >&2
+    exit 2
+    ;;
+esac

@@ -8,8 +8,8 @@
 
 namespace softverbs::cm {
 
-TableAddr table_addr(const sockaddr* sa) {
-  TableAddr a;
+shm::TableAddr table_addr(const sockaddr* sa) {
+  shm::TableAddr a;
   a.family = static_cast<uint8_t>(sa->sa_family);
   if (sa->sa_family == AF_INET) {
     std::memcpy(a.bytes.data() + 12, &reinterpret_cast<const sockaddr_in*>(sa)->sin_addr, 4);
@@ -67,7 +67,7 @@ bool host_address(const sockaddr* sa) {
   ifaddrs* list = nullptr;
   if (getifaddrs(&list) != 0) return false;
   bool found = false;
-  const TableAddr want = table_addr(sa);
+  const shm::TableAddr want = table_addr(sa);
   for (ifaddrs* i = list; i != nullptr && !found; i = i->ifa_next) {
     if (i->ifa_addr == nullptr || i->ifa_addr->sa_family != sa->sa_family) continue;
     found = table_addr(i->ifa_addr) == want;

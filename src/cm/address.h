@@ -12,11 +12,11 @@
 #include <vector>
 
 #include "cm/agent.h"
-#include "cm/port_table.h"
+#include "shm/gsi_table.h"
 
 namespace softverbs::cm {
 
-TableAddr table_addr(const sockaddr* sa);
+shm::TableAddr table_addr(const sockaddr* sa);
 bool is_wildcard(const sockaddr* sa);
 uint16_t port_of(const sockaddr* sa);  // host order
 void set_port(sockaddr* sa, uint16_t port);

@@ -83,7 +83,7 @@ int Agent::activate(Device* d) {
   if (d->ep) return 0;
   auto ep = GsiEndpoint::create(d->ctx, 1);
   if (!ep) return errno != 0 ? errno : EIO;
-  auto table = PortTable::open(table_path(d->ctx));
+  auto table = shm::GsiTable::open(table_path(d->ctx));
   if (!table) return errno != 0 ? errno : EIO;
   const int slot = table->claim_slot(ep->qpn());
   if (slot < 0) return errno;
@@ -115,7 +115,7 @@ CmId* Agent::by_comm_id(uint32_t comm_id) {
 }
 
 // The slot in the top byte routes every answer to this process's agent
-// (port_table.h); the low 24 bits tell this process's ids apart.
+// (shm/gsi_table.h); the low 24 bits tell this process's ids apart.
 uint32_t Agent::new_comm_id(Device* d, CmId* id) {
   uint32_t comm;
   do {

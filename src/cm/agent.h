@@ -26,7 +26,7 @@
 
 #include "cm/gsi_endpoint.h"
 #include "cm/id.h"
-#include "cm/port_table.h"
+#include "shm/gsi_table.h"
 
 namespace softverbs::cm {
 
@@ -37,7 +37,7 @@ struct Device {
   ibv_gid gid{};           // port 1's GID 0
   ibv_pd* pd = nullptr;    // the PD ids of this device offer (id->pd), as librdmacm's
   std::unique_ptr<GsiEndpoint> ep;
-  std::optional<PortTable> table;
+  std::optional<shm::GsiTable> table;
   int slot = -1;
   uint32_t next_comm_seq = 1;
 };

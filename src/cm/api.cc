@@ -290,11 +290,7 @@ int connect(rdma_cm_id* pub, const rdma_conn_param* param) {
     const sockaddr* dst = &id->pub.route.addr.dst_addr;
     const sockaddr* src = &id->pub.route.addr.src_addr;
     const uint16_t dport = port_of(dst);
-    const int slot = d->table->listener_slot(static_cast<uint16_t>(id->pub.ps), dport, table_addr(dst));
-    // No listener: our own agent is a CM of the same port and rejects the
-    // REQ as the listener's host would (REJ, invalid service ID).
-    const uint32_t agent_qpn = slot >= 0 ? d->table->agent_of_slot(slot) : 0;
-    id->peer.qpn = agent_qpn != 0 ? agent_qpn : d->ep->qpn();
+    id->peer.qpn = wc::kGsiQpn;
     id->peer.lid = d->ep->port_attr().lid;
     id->peer.gid = id->path.dgid;
     id->peer.global = d->roce;
@@ -328,7 +324,7 @@ int connect(rdma_cm_id* pub, const rdma_conn_param* param) {
     wc::CmaHeader cma;
     cma.ip_version = src->sa_family == AF_INET6 ? 6 : 4;
     cma.src_port = port_of(src);
-    const TableAddr s = table_addr(src), t = table_addr(dst);
+    const shm::TableAddr s = table_addr(src), t = table_addr(dst);
     cma.src = s.bytes;
     cma.dst = t.bytes;
     cma.encode(req.private_data.data());

@@ -37,7 +37,18 @@ std::unique_ptr<GsiEndpoint> GsiEndpoint::create(ibv_context* ctx, uint8_t port)
   init.cap.max_recv_wr = kRecvs;
   init.cap.max_send_sge = 1;
   init.cap.max_recv_sge = 1;
-  if ((ep->qp_ = ibv_create_qp(ep->pd_, &init)) == nullptr) return fail("ibv_create_qp");
+  // Source QPN 1: the process's GSI agent. Its datagrams leave as QP1's and
+  // QP1's datagrams for this process come to it (src/shm/gsi_table.h).
+  ibv_qp_init_attr_ex ex{};
+  ex.send_cq = init.send_cq;
+  ex.recv_cq = init.recv_cq;
+  ex.qp_type = IBV_QPT_UD;
+  ex.cap = init.cap;
+  ex.comp_mask = IBV_QP_INIT_ATTR_PD | IBV_QP_INIT_ATTR_CREATE_FLAGS;
+  ex.pd = ep->pd_;
+  ex.create_flags = IBV_QP_CREATE_SOURCE_QPN;
+  ex.source_qpn = wire::cm::kGsiQpn;
+  if ((ep->qp_ = ibv_create_qp_ex(ctx, &ex)) == nullptr) return fail("ibv_create_qp_ex(source QPN 1)");
   ibv_qp_attr a{};
   a.qp_state = IBV_QPS_INIT;
   a.port_num = port;
@@ -155,7 +166,17 @@ void GsiEndpoint::drain(const std::function<void(const uint8_t*, const MadSource
         from.qpn = wc[i].src_qp;
         from.lid = wc[i].slid;
         from.has_grh = (wc[i].wc_flags & IBV_WC_GRH) != 0;
-        if (from.has_grh) std::memcpy(from.gid.raw, data + 8, 16);  // the GRH's SGID
+        if (from.has_grh) {
+          // IB: the GRH's SGID. RoCEv2: the IP header instead (wire/ud_grh.h):
+          // IPv6 fills the 40 bytes, IPv4 the last 20 (source address at 32).
+          if (roce() && (data[0] >> 4) != 6) {
+            std::memset(from.gid.raw, 0, 10);
+            from.gid.raw[10] = from.gid.raw[11] = 0xff;
+            std::memcpy(from.gid.raw + 12, data + 32, 4);
+          } else {
+            std::memcpy(from.gid.raw, data + 8, 16);
+          }
+        }
         handler(data + 40, from);
       }
       if (post_recv(index) != 0) SV_LOG(kWarn, "CM agent: ibv_post_recv failed");

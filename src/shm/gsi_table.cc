@@ -1,4 +1,4 @@
-#include "cm/port_table.h"
+#include "shm/gsi_table.h"
 
 #include <fcntl.h>
 #include <signal.h>
@@ -10,7 +10,7 @@
 #include <cerrno>
 #include <cstring>
 
-namespace softverbs::cm {
+namespace softverbs::shm {
 
 namespace {
 
@@ -29,7 +29,7 @@ bool TableAddr::wildcard() const {
   return true;
 }
 
-struct PortTable::Layout {
+struct GsiTable::Layout {
   uint64_t magic;
   uint32_t next_ephemeral;
   uint32_t pad;
@@ -49,7 +49,7 @@ struct PortTable::Layout {
   } bindings[kBindings];
 };
 
-class PortTable::Lock {
+class GsiTable::Lock {
  public:
   explicit Lock(int fd) : fd_(fd) { while (flock(fd_, LOCK_EX) < 0 && errno == EINTR) {} }
   ~Lock() { flock(fd_, LOCK_UN); }
@@ -60,7 +60,7 @@ class PortTable::Lock {
   int fd_;
 };
 
-std::optional<PortTable> PortTable::open(const std::string& path) {
+std::optional<GsiTable> GsiTable::open(const std::string& path) {
   const int fd = ::open(path.c_str(), O_RDWR | O_CREAT | O_CLOEXEC, 0600);
   if (fd < 0) return std::nullopt;
   {
@@ -90,20 +90,20 @@ std::optional<PortTable> PortTable::open(const std::string& path) {
       layout->next_ephemeral = kEphemeralFirst + static_cast<uint32_t>(getpid()) % 1000;
     }
   }
-  return PortTable(fd, layout);
+  return GsiTable(fd, layout);
 }
 
-PortTable::PortTable(PortTable&& o) noexcept : fd_(o.fd_), layout_(o.layout_) {
+GsiTable::GsiTable(GsiTable&& o) noexcept : fd_(o.fd_), layout_(o.layout_) {
   o.fd_ = -1;
   o.layout_ = nullptr;
 }
 
-PortTable::~PortTable() {
+GsiTable::~GsiTable() {
   if (layout_ != nullptr) munmap(layout_, sizeof(Layout));
   if (fd_ >= 0) close(fd_);
 }
 
-int PortTable::claim_slot(uint32_t agent_qpn) {
+int GsiTable::claim_slot(uint32_t agent_qpn) {
   Lock lock(fd_);
   for (int i = 0; i < kSlots; ++i) {
     auto& s = layout_->slots[i];
@@ -117,7 +117,7 @@ int PortTable::claim_slot(uint32_t agent_qpn) {
   return -1;
 }
 
-void PortTable::release_slot(int slot) {
+void GsiTable::release_slot(int slot) {
   Lock lock(fd_);
   auto& s = layout_->slots[slot];
   if (s.pid == getpid()) s = {};
@@ -126,14 +126,22 @@ void PortTable::release_slot(int slot) {
   }
 }
 
-uint32_t PortTable::agent_of_slot(int slot) {
+uint32_t GsiTable::agent_of_slot(int slot) {
   if (slot < 0 || slot >= kSlots) return 0;
   Lock lock(fd_);
   const auto& s = layout_->slots[slot];
   return alive(s.pid) ? s.agent_qpn : 0;
 }
 
-int PortTable::bind(int slot, uint16_t ps, const TableAddr& addr, uint16_t* port, bool reuse) {
+uint32_t GsiTable::any_agent() {
+  Lock lock(fd_);
+  for (const auto& s : layout_->slots) {
+    if (alive(s.pid)) return s.agent_qpn;
+  }
+  return 0;
+}
+
+int GsiTable::bind(int slot, uint16_t ps, const TableAddr& addr, uint16_t* port, bool reuse) {
   Lock lock(fd_);
   auto conflicts = [&](uint16_t p) {
     for (auto& b : layout_->bindings) {
@@ -185,18 +193,18 @@ int PortTable::bind(int slot, uint16_t ps, const TableAddr& addr, uint16_t* port
   return -1;
 }
 
-void PortTable::set_listening(int binding, bool listening) {
+void GsiTable::set_listening(int binding, bool listening) {
   Lock lock(fd_);
   layout_->bindings[binding].listening = listening;
 }
 
-void PortTable::unbind(int binding) {
+void GsiTable::unbind(int binding) {
   Lock lock(fd_);
   auto& b = layout_->bindings[binding];
   if (b.pid == getpid()) b = {};
 }
 
-int PortTable::listener_slot(uint16_t ps, uint16_t port, const TableAddr& addr) {
+int GsiTable::listener_slot(uint16_t ps, uint16_t port, const TableAddr& addr) {
   Lock lock(fd_);
   int wildcard = -1;
   for (const auto& b : layout_->bindings) {
@@ -207,4 +215,4 @@ int PortTable::listener_slot(uint16_t ps, uint16_t port, const TableAddr& addr) 
   return wildcard;
 }
 
-}  // namespace softverbs::cm
+}  // namespace softverbs::shm

@@ -1,21 +1,22 @@
-// The CM's table shared by every process of one device: which process's
-// CM agent answers which comm IDs, and who holds which port.
+// The GSI table of one device: which process's agent answers for QP1 (the
+// General Services Interface) on the port the processes share, and who
+// holds which RDMA CM port.
 //
-// QP1 demultiplexing on a port that several processes share. A CM MAD is
-// addressed to QP1 of a port; here each process runs its own CM agent, an
-// ordinary UD QP, and the table says which agent a MAD is for:
-//   - REQ and SIDR_REQ by service ID: the process listening on that port
-//     space, port and address (or the wildcard address);
-//   - every other message by the comm ID the receiver chose, whose top
-//     byte is the receiving process's slot.
-// On the host fabric the sender reads the table and sends straight to the
-// agent (there is no wire to cross); the table is the GSI routing state
-// the management plane (issue 19) can extend with its classes.
+// Several processes share a port, and each runs its own CM agent: an
+// ordinary UD QP of the process that sends with source QP 1 (ibv_create_qp_ex,
+// IBV_QP_CREATE_SOURCE_QPN). A datagram to QP 1 is routed to one of them by
+// management class (src/fabric/gsi_route.h):
+//   - CM (class 0x07): REQ and SIDR_REQ by service ID, to the process
+//     listening on that port space, port and address (or the wildcard);
+//     every other message by the comm ID its receiver chose, whose top
+//     byte is the receiving process's slot here.
+// Issue 19 adds its classes (SA, PMA) to the same table.
 //
 // Contract:
-//   1. A file beside the device's segment (`<segment>.cm`), made by the first
-//      process that opens it; every change holds flock(LOCK_EX) on it, and
-//      callers also serialise their own threads (the CM's lock).
+//   1. A file beside the device's segment (`<segment>.cm`, path_for()),
+//      made by the first process that opens it; every change holds
+//      flock(LOCK_EX) on it (each opener has its own open file, so the
+//      fabric's reader and the CM's writer in one process exclude each other).
 //   2. A slot or binding whose owner process is gone (kill(pid, 0): ESRCH)
 //      is free: taking one reclaims it, lookups skip it.
 //   3. Bindings follow the kernel's rules for one port space: a port is
@@ -31,7 +32,7 @@
 #include <optional>
 #include <string>
 
-namespace softverbs::cm {
+namespace softverbs::shm {
 
 // An address as the table keeps it: family and 16 bytes (IPv4 in the last 4,
 // as the CMA header holds it; all zero is the wildcard).
@@ -42,23 +43,28 @@ struct TableAddr {
   friend bool operator==(const TableAddr&, const TableAddr&) = default;
 };
 
-class PortTable {
+class GsiTable {
  public:
   static constexpr int kSlots = 256;
   static constexpr int kBindings = 4096;
 
+  static std::string path_for(const std::string& segment_path) { return segment_path + ".cm"; }
+
   // Maps (creating if needed) the table at `path`; nullopt on failure
   // (errno set).
-  static std::optional<PortTable> open(const std::string& path);
-  PortTable(PortTable&& o) noexcept;
-  PortTable& operator=(PortTable&&) = delete;
-  ~PortTable();
+  static std::optional<GsiTable> open(const std::string& path);
+  GsiTable(GsiTable&& o) noexcept;
+  GsiTable& operator=(GsiTable&&) = delete;
+  ~GsiTable();
 
   // This process's slot, with its agent's QPN; -1 with errno ENOSPC.
   int claim_slot(uint32_t agent_qpn);
   void release_slot(int slot);
   // The agent QPN of a live slot, or 0.
   uint32_t agent_of_slot(int slot);
+  // Some live process's agent, or 0: any CM of the port may answer a
+  // request nobody listens for (with a reject).
+  uint32_t any_agent();
 
   // Takes `port` (0: an ephemeral one) of port space `ps` on `addr` for
   // `slot`; the binding index, or -1 with errno EADDRINUSE / ENOSPC.
@@ -71,11 +77,11 @@ class PortTable {
 
  private:
   struct Layout;
-  PortTable(int fd, Layout* layout) : fd_(fd), layout_(layout) {}
+  GsiTable(int fd, Layout* layout) : fd_(fd), layout_(layout) {}
   class Lock;
 
   int fd_ = -1;
   Layout* layout_ = nullptr;
 };
 
-}  // namespace softverbs::cm
+}  // namespace softverbs::shm

@@ -1,0 +1,106 @@
+#!/usr/bin/env bash
+# The RDMA CM between two network namespaces on softverbs_roce0: Debian's
+# rdmacm-utils, unmodified, through our librdmacm.so.1, and the CM's wire.
+#   cm.sh <dir of librdmacm.so.1> <scenario>
+#   rping      rping -s / -c -C 10 -v across the veth pair (IPv4)
+#   capture    rping -C 2, captured with dumpcap on namespace A's veth:
+#              tshark dissects REQ, REP, RTU, DREQ and DREP as InfiniBand CM
+#              MADs (class 0x07, UD to QP1, Q_Key 0x80010000, source QP 1),
+#              the REQ's private data as IP CM data naming both addresses
+#              and the port, nothing malformed and no expert warning;
+#              icrc_check.py recomputes every ICRC
+#   no-listener  a client to a port nobody listens on in the other
+#              namespace: RDMA_CM_EVENT_REJECTED (status 8), promptly
+set -euo pipefail
+here=$(cd "$(dirname "$0")" && pwd)
+lib=$(realpath "$1")
+scenario=$2
+for tool in rping dumpcap tshark; do
+  command -v "$tool" > /dev/null || { echo "SKIP: $tool is not installed (scripts/deps.sh)"; exit 77; }
+done
+. "$here/netns.sh"
+netns_up
+work=$(mktemp -d)
+cleanup() {
+  netns_down
+  rm -rf "$work" /dev/shm/softverbs-itest-cm-$$-*
+}
+trap cleanup EXIT
+fail() { echo "FAIL: $*" >&2; exit 1; }
+
+env_a=(LD_LIBRARY_PATH="$lib" SOFTVERBS_ROCE_ADDR="$ADDR_A" SOFTVERBS_DEVICE_PATH=/dev/shm/softverbs-itest-cm-$$-a)
+env_b=(LD_LIBRARY_PATH="$lib" SOFTVERBS_ROCE_ADDR="$ADDR_B" SOFTVERBS_DEVICE_PATH=/dev/shm/softverbs-itest-cm-$$-b)
+port=7174
+
+# rping_pair <count>: server in A, client in B (retried while nobody listens yet).
+rping_pair() {
+  local count=$1
+  spawn in_a env "${env_a[@]}" timeout 60 rping -s -a "$ADDR_A" -p $port -C "$count" -v > "$work/server.out" 2>&1
+  local server=${NETNS_PIDS[-1]} ok=0
+  for _ in $(seq 100); do
+    if in_b env "${env_b[@]}" timeout 60 rping -c -a "$ADDR_A" -p $port -C "$count" -v > "$work/client.out" 2>&1; then
+      ok=1
+      break
+    fi
+    grep -q 'RDMA_CM_EVENT_REJECTED, error 8' "$work/client.out" || break
+    sleep 0.1
+  done
+  [ $ok = 1 ] || fail "rping client: $(cat "$work/client.out")"
+  wait "$server" || fail "rping server: $(cat "$work/server.out")"
+  [ "$(grep -c '^ping data: rdma-ping-' "$work/client.out")" -eq "$count" ] || fail "client: $(cat "$work/client.out")"
+  [ "$(grep -c '^server ping data: rdma-ping-' "$work/server.out")" -eq "$count" ] || fail "server: $(cat "$work/server.out")"
+}
+
+case $scenario in
+  rping)
+    rping_pair 10
+    echo "rping over softverbs_roce0, $ADDR_B -> $ADDR_A: 10 pings verified on both sides"
+    ;;
+  no-listener)
+    start=$(date +%s%N)
+    if in_b env "${env_b[@]}" timeout 30 rping -c -a "$ADDR_A" -p $port -C 1 > "$work/client.out" 2>&1; then
+      fail "connected to nobody: $(cat "$work/client.out")"
+    fi
+    ms=$(( ($(date +%s%N) - start) / 1000000 ))
+    # Nobody in A runs a CM agent: the REQ finds no QP1 agent there and is
+    # lost; the client retries it and gives up (UNREACHABLE) -- or, with an
+    # agent in A, is rejected (8).
+    spawn in_a env "${env_a[@]}" timeout 60 rping -s -a "$ADDR_A" -p $((port + 1)) -C 1 > "$work/server.out" 2>&1
+    sleep 0.5
+    in_b env "${env_b[@]}" timeout 30 rping -c -a "$ADDR_A" -p $port -C 1 > "$work/client2.out" 2>&1 && fail "connected to nobody"
+    grep -q 'RDMA_CM_EVENT_REJECTED, error 8' "$work/client2.out" || fail "expected REJECTED (8): $(cat "$work/client2.out")"
+    grep -qE 'RDMA_CM_EVENT_(UNREACHABLE|REJECTED)' "$work/client.out" || fail "expected UNREACHABLE: $(cat "$work/client.out")"
+    echo "no agent in A: $(grep -oE 'RDMA_CM_EVENT_[A-Z_]+' "$work/client.out" | head -1) after $ms ms; an agent but no listener on the port: REJECTED (8)"
+    ;;
+  capture)
+    pcap=$work/cm.pcap
+    ip netns exec "$NETNS_A" timeout 60 dumpcap -i "va-$$" -f "udp port 4791" -P -w "$pcap" > "$work/dumpcap.out" 2>&1 &
+    cap=$!
+    NETNS_PIDS+=("$cap")
+    for _ in $(seq 100); do
+      grep -qs "^Capturing on" "$work/dumpcap.out" && break
+      sleep 0.05
+    done
+    grep -q "^Capturing on" "$work/dumpcap.out" || fail "dumpcap did not start: $(cat "$work/dumpcap.out")"
+    rping_pair 2
+    sleep 0.6  # dumpcap hands packets over in 250 ms blocks
+    kill -INT "$cap"
+    wait "$cap" || true
+    ts() { tshark -n "$@" 2> /dev/null; }
+    bad=$(ts -r "$pcap" -Y '_ws.malformed || _ws.expert.severity >= "Warning"')
+    [ -z "$bad" ] || fail "malformed or expert warnings: $bad"
+    for attr in 0x0010:REQ 0x0013:REP 0x0014:RTU 0x0015:DREQ 0x0016:DREP; do
+      n=$(ts -r "$pcap" -Y "infiniband.mad.mgmtclass == 0x07 && infiniband.mad.attributeid == ${attr%%:*} && infiniband.bth.destqp == 1 && infiniband.deth.srcqp == 1 && infiniband.deth.q_key == 0x80010000" | wc -l)
+      [ "$n" -ge 1 ] || fail "no ${attr#*:} (attribute ${attr%%:*}) to QP1 in the capture"
+      echo "${attr#*:}: $n"
+    done
+    ipcm=$(ts -r "$pcap" -Y 'infiniband.cm.req.ip_cm' -T fields -e infiniband.cm.req.ip_cm.sip4 -e infiniband.cm.req.ip_cm.dip4 -e infiniband.cm.req.ip_cm.ipv)
+    [ "$ipcm" = "$ADDR_B	$ADDR_A	0x04" ] || fail "REQ's IP CM data: '$ipcm'"
+    echo "REQ's IP CM data: $ipcm"
+    timeout 120 /usr/bin/python3 "$here/icrc_check.py" "$pcap" || fail "ICRC check"
+    ;;
+  *)
+    echo "unknown scenario $scenario" >&2
+    exit 2
+    ;;
+esac

@@ -126,6 +126,59 @@ void send_dreq(CmId* id, bool expect_answer) {
   send_to_peer(id, mad, expect_answer);
 }
 
+// SIDR_REQ: the service's QPN and Q_Key for a UD id (IBA 12.11.1), with
+// the CMA header first in the private data as in a REQ.
+int sidr_request(CmId* id, const rdma_conn_param* param) {
+  constexpr size_t kUserBytes = wc::SidrReq::kPrivateBytes - wc::CmaHeader::kBytes;  // 180
+  if (param->private_data_len > kUserBytes || (param->private_data_len > 0 && param->private_data == nullptr)) {
+    return fail(EINVAL);
+  }
+  Device* d = id->dev;
+  const sockaddr* dst = &id->pub.route.addr.dst_addr;
+  const sockaddr* src = &id->pub.route.addr.src_addr;
+  id->local_comm_id = Agent::get().new_comm_id(d, id);
+  id->tid = new_tid(d);
+  id->peer.qpn = wc::kGsiQpn;
+  id->peer.lid = d->ep->port_attr().lid;
+  id->peer.gid = id->path.dgid;
+  id->peer.global = d->roce;
+  wc::SidrReq q;
+  q.request_id = id->local_comm_id;
+  q.pkey = 0xffff;
+  q.service_id = uint64_t(id->pub.ps) << 16 | port_of(dst);
+  wc::CmaHeader cma;
+  cma.ip_version = src->sa_family == AF_INET6 ? 6 : 4;
+  cma.src_port = port_of(src);
+  cma.src = table_addr(src).bytes;
+  cma.dst = table_addr(dst).bytes;
+  cma.encode(q.private_data.data());
+  if (param->private_data_len > 0) {
+    std::memcpy(q.private_data.data() + wc::CmaHeader::kBytes, param->private_data, param->private_data_len);
+  }
+  uint8_t mad[wc::kMadBytes];
+  wc::MadHeader h;
+  h.tid = id->tid;
+  wc::encode(h, q, mad);
+  id->state = IdState::kReqSent;
+  send_to_peer(id, mad, true);
+  return 0;
+}
+
+// SIDR_REP, kept in last_mad to answer a duplicate SIDR_REQ with.
+void sidr_reply(CmId* id, uint8_t status, uint32_t qpn, const void* data, size_t len) {
+  wc::SidrRep rep;
+  rep.request_id = id->remote_comm_id;
+  rep.status = status;
+  rep.qpn = qpn;
+  rep.service_id = uint64_t(id->pub.ps) << 16 | id->port;
+  rep.qkey = status == wc::SidrRep::kValid ? kUdpQkey : 0;
+  if (len > 0) std::memcpy(rep.private_data.data(), data, len);
+  wc::MadHeader h;
+  h.tid = id->tid;
+  wc::encode(h, rep, id->last_mad);
+  send_to_peer(id, id->last_mad, false);
+}
+
 }  // namespace
 
 int create_id(EventChannel* ch, rdma_cm_id** out, void* context, rdma_port_space ps) {
@@ -270,9 +323,9 @@ int connect(rdma_cm_id* pub, const rdma_conn_param* param) {
   {
     std::lock_guard<std::mutex> lock(agent.mu);
     if (id->state != IdState::kRouteResolved) return fail(EINVAL);
-    if (id->pub.qp_type == IBV_QPT_UD) return fail(EOPNOTSUPP);  // SIDR: not yet
     rdma_conn_param none{};
     if (param == nullptr) param = &none;
+    if (id->pub.qp_type == IBV_QPT_UD) return sidr_request(id, param);
     if (param->private_data_len > kReqUserBytes || (param->private_data_len > 0 && param->private_data == nullptr)) {
       return fail(EINVAL);
     }
@@ -348,6 +401,16 @@ int accept(rdma_cm_id* pub, const rdma_conn_param* param) {
   {
     std::lock_guard<std::mutex> lock(agent.mu);
     if (id->state != IdState::kReqReceived) return fail(EINVAL);
+    if (id->sidr_passive) {
+      const uint32_t qpn = id->pub.qp != nullptr ? id->pub.qp->qp_num : param != nullptr ? param->qp_num : 0;
+      const uint8_t len = param != nullptr ? param->private_data_len : 0;
+      if (qpn == 0 || len > wc::SidrRep::kPrivateBytes || (len > 0 && param->private_data == nullptr)) {
+        return fail(EINVAL);
+      }
+      sidr_reply(id, wc::SidrRep::kValid, qpn, len > 0 ? param->private_data : nullptr, len);
+      id->state = IdState::kEstablished;
+      return 0;  // no event follows a SIDR_REP
+    }
     rdma_conn_param none{};
     none.responder_resources = id->responder_resources;
     none.initiator_depth = id->initiator_depth;
@@ -399,6 +462,12 @@ int reject(rdma_cm_id* pub, const void* data, uint8_t len) {
   CmId* id = from_pub(pub);
   std::lock_guard<std::mutex> lock(Agent::get().mu);
   if (id->state != IdState::kReqReceived) return fail(EINVAL);
+  if (id->sidr_passive) {
+    if (len > wc::SidrRep::kPrivateBytes || (len > 0 && data == nullptr)) return fail(EINVAL);
+    sidr_reply(id, wc::SidrRep::kRejected, 0, data, len);
+    id->state = IdState::kClosed;
+    return 0;
+  }
   if (len > wc::Rej::kPrivateBytes || (len > 0 && data == nullptr)) return fail(EINVAL);
   send_mad_rej(id, wc::Rej::kConsumerReject, data, len);
   id->state = IdState::kClosed;
@@ -426,6 +495,7 @@ int disconnect(rdma_cm_id* pub) {
   if (pub == nullptr) return fail(EINVAL);
   CmId* id = from_pub(pub);
   std::lock_guard<std::mutex> lock(Agent::get().mu);
+  if (id->pub.qp_type == IBV_QPT_UD) return fail(EINVAL);
   switch (id->state) {
     case IdState::kEstablished:
     case IdState::kRepSent:
@@ -595,7 +665,11 @@ int destroy_id(rdma_cm_id* pub) {
     id->pub.event = nullptr;
   }
   std::unique_lock<std::mutex> lock(agent.mu);
-  switch (id->state) {
+  if (id->sidr_passive && id->state == IdState::kReqReceived) {
+    sidr_reply(id, wc::SidrRep::kRejected, 0, nullptr, 0);
+  } else if (id->pub.qp_type == IBV_QPT_UD) {
+    // Datagram ids have no connection to take down.
+  } else switch (id->state) {
     case IdState::kEstablished:
     case IdState::kRepReceived:
       send_dreq(id, false);

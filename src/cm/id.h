@@ -48,6 +48,7 @@ struct CmId {
   int backlog = 0;
   int outstanding_events = 0;  // queued or handed out, not yet acked
   bool reported = false;       // its CONNECT_REQUEST was handed out
+  bool sidr_passive = false;   // made by a SIDR_REQ: answered with a SIDR_REP (kept in last_mad)
   CmId* listener = nullptr;    // passive ids until their request is handed out
   ibv_sa_path_rec path{};
 

@@ -270,6 +270,88 @@ void handle_rep(Device* dev, const wc::MadHeader& hdr, const uint8_t* mad, const
   post(id, ev);
 }
 
+// SIDR (IBA 12.11): a UD id asks a service for its QPN and Q_Key.
+void handle_sidr_req(Device* dev, const wc::MadHeader& hdr, const uint8_t* mad, const MadSource& from) {
+  const wc::SidrReq q = wc::decode_sidr_req(mad);
+  const MadDest peer = dest_of(dev, from);
+  for (CmId* id : Agent::get().ids()) {
+    if (!id->sidr_passive || id->remote_comm_id != q.request_id) continue;
+    if (std::memcmp(id->peer.gid.raw, peer.gid.raw, 16) != 0) continue;
+    if (id->state != IdState::kReqReceived) dev->ep->send(peer, id->last_mad);
+    return;  // a duplicate: answered again, or still waiting for the consumer
+  }
+  const auto ps = static_cast<uint16_t>(q.service_id >> 16);
+  const auto port = static_cast<uint16_t>(q.service_id);
+  const wc::CmaHeader cma = wc::CmaHeader::decode(q.private_data.data());
+  sockaddr_storage local{}, remote{};
+  fill_sockaddr(cma, false, &local);
+  fill_sockaddr(cma, true, &remote);
+  CmId* listener = find_listener(dev, ps, port, reinterpret_cast<sockaddr*>(&local));
+  if (listener == nullptr) {
+    wc::SidrRep rep;
+    rep.request_id = q.request_id;
+    rep.status = wc::SidrRep::kNoService;
+    rep.service_id = q.service_id;
+    uint8_t out[wc::kMadBytes];
+    wc::encode(header(hdr.tid), rep, out);
+    dev->ep->send(peer, out);
+    return;
+  }
+  auto* id = new CmId();
+  id->channel = listener->channel;
+  id->pub.channel = listener->pub.channel;
+  id->pub.context = listener->pub.context;
+  id->pub.ps = listener->pub.ps;
+  id->pub.qp_type = IBV_QPT_UD;
+  id->pub.verbs = dev->ctx;
+  id->pub.pd = dev->pd;
+  id->pub.port_num = 1;
+  set_port(reinterpret_cast<sockaddr*>(&local), port);
+  set_port(reinterpret_cast<sockaddr*>(&remote), cma.src_port);
+  std::memcpy(&id->pub.route.addr.src_storage, &local, sizeof local);
+  std::memcpy(&id->pub.route.addr.dst_storage, &remote, sizeof remote);
+  id->dev = dev;
+  id->port = port;
+  id->state = IdState::kReqReceived;
+  id->sidr_passive = true;
+  id->listener = listener;
+  id->remote_comm_id = q.request_id;
+  id->peer = peer;
+  id->tid = hdr.tid;
+  Agent::get().add(id);
+  Event* ev = new_event(id, RDMA_CM_EVENT_CONNECT_REQUEST, 0, q.private_data.data() + wc::CmaHeader::kBytes,
+                        wc::SidrReq::kPrivateBytes - wc::CmaHeader::kBytes, listener);
+  post(id, ev);
+}
+
+void handle_sidr_rep(const uint8_t* mad) {
+  const wc::SidrRep rep = wc::decode_sidr_rep(mad);
+  CmId* id = Agent::get().by_comm_id(rep.request_id);
+  if (id == nullptr || id->state != IdState::kReqSent || id->pub.qp_type != IBV_QPT_UD) return;
+  Agent::get().disarm(id);
+  if (rep.status != wc::SidrRep::kValid) {
+    id->state = IdState::kClosed;
+    post(id, new_event(id, RDMA_CM_EVENT_UNREACHABLE, rep.status, rep.private_data.data(), rep.private_data.size(),
+                       nullptr));
+    return;
+  }
+  id->state = IdState::kEstablished;
+  Event* ev = new_event(id, RDMA_CM_EVENT_ESTABLISHED, 0, rep.private_data.data(), rep.private_data.size(), nullptr);
+  rdma_ud_param& ud = ev->pub.param.ud;
+  ud.qp_num = rep.qpn;
+  ud.qkey = rep.qkey;
+  ud.ah_attr.port_num = 1;
+  ud.ah_attr.dlid = id->dev->ep->port_attr().lid;
+  if (id->dev->roce) {
+    ud.ah_attr.dlid = 0;
+    ud.ah_attr.is_global = 1;
+    ud.ah_attr.grh.dgid = id->path.dgid;
+    ud.ah_attr.grh.sgid_index = 0;
+    ud.ah_attr.grh.hop_limit = 64;
+  }
+  post(id, ev);
+}
+
 void handle_rtu(const uint8_t* mad) {
   const wc::Rtu rtu = wc::decode_rtu(mad);
   CmId* id = Agent::get().by_comm_id(rtu.remote_comm_id);
@@ -372,6 +454,8 @@ void on_mad(Device* dev, const uint8_t* mad, const MadSource& from) {
     case wc::AttrId::kMra: handle_mra(mad); break;
     case wc::AttrId::kDreq: handle_dreq(dev, hdr, mad, from); break;
     case wc::AttrId::kDrep: handle_drep(mad); break;
+    case wc::AttrId::kSidrReq: handle_sidr_req(dev, hdr, mad, from); break;
+    case wc::AttrId::kSidrRep: handle_sidr_rep(mad); break;
     default:
       SV_LOG_RATELIMITED(kDebug, "CM agent: attribute 0x%x not handled", hdr.attr_id);
       break;
@@ -393,7 +477,7 @@ void on_timeout(CmId* id) {
         enter_timewait(id);
         return;
       }
-      qp_to_error(id);
+      if (id->pub.qp_type != IBV_QPT_UD) qp_to_error(id);
       id->state = IdState::kClosed;
       queue_event(id, RDMA_CM_EVENT_UNREACHABLE, -ETIMEDOUT);
       return;

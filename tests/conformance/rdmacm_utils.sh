@@ -8,6 +8,8 @@
 #                      (REJ, invalid service ID), exit non-zero, promptly
 #   ucmatose           ucmatose server and client, 4 connections at once,
 #                      sends both ways, disconnect: "return status 0" on both
+#   udaddy             udaddy server and client, 2 UD "connections" resolved
+#                      by SIDR, datagrams both ways: "return status 0"
 #   rdma_server-client rdma_server / rdma_client: synchronous ids
 #                      (rdma_create_ep, rdma_get_request), one send each way
 set -euo pipefail
@@ -79,6 +81,25 @@ case $scenario in
     wait "$spid" || fail "ucmatose server (rc $?): $(cat "$slog")"
     grep -q 'return status 0' "$slog" || fail "ucmatose server: $(cat "$slog")"
     echo "ucmatose: 4 connections, both sides: return status 0"
+    rm -f "$slog" "$clog"
+    ;;
+  udaddy)
+    # udaddy's -p is the port space; its port is always 7174.
+    slog=$(mktemp) clog=$(mktemp)
+    timeout 60 udaddy -c 2 >"$slog" 2>&1 &
+    spid=$!
+    pids+=("$spid")
+    sleep 0.2
+    for _ in $(seq 100); do
+      timeout 60 udaddy -s 127.0.0.1 -c 2 >"$clog" 2>&1 && break
+      # Nobody listening yet: the SIDR_REP says "no service" (UNREACHABLE, 1).
+      grep -q 'RDMA_CM_EVENT_UNREACHABLE, error: 1' "$clog" || fail "udaddy client: $(cat "$clog")"
+      sleep 0.1
+    done
+    grep -q 'return status 0' "$clog" || fail "udaddy client: $(cat "$clog")"
+    wait "$spid" || fail "udaddy server (rc $?): $(cat "$slog")"
+    grep -q 'return status 0' "$slog" || fail "udaddy server: $(cat "$slog")"
+    echo "udaddy: 2 SIDR resolutions, datagrams both ways: return status 0"
     rm -f "$slog" "$clog"
     ;;
   rdma_server-client)

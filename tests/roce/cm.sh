@@ -8,7 +8,11 @@
 #              MADs (class 0x07, UD to QP1, Q_Key 0x80010000, source QP 1),
 #              the REQ's private data as IP CM data naming both addresses
 #              and the port, nothing malformed and no expert warning;
-#              icrc_check.py recomputes every ICRC
+#              icrc_check.py recomputes every ICRC; then udaddy: SIDR_REQ
+#              and SIDR_REP likewise
+#   ucmatose   ucmatose, 4 connections; udaddy: 2 SIDR resolutions
+#   udaddy     (datagrams both ways on each side: "return status 0")
+#   perftest   ib_write_bw -R, and ib_send_lat -R -c UD (SIDR)
 #   no-listener  a client to a port nobody listens on in the other
 #              namespace: RDMA_CM_EVENT_REJECTED (status 8), promptly
 set -euo pipefail
@@ -51,7 +55,45 @@ rping_pair() {
   [ "$(grep -c '^server ping data: rdma-ping-' "$work/server.out")" -eq "$count" ] || fail "server: $(cat "$work/server.out")"
 }
 
+# pair <name> <retry pattern> <success pattern> <server command> -- <client command>:
+# server in A, client in B; the client is rerun while its output matches
+# the retry pattern (nobody listens yet), and both must print the success
+# pattern and exit 0.
+pair() {
+  local name=$1 retry=$2 ok=$3
+  shift 3
+  local server_cmd=() client_cmd=()
+  while [ "$1" != -- ]; do server_cmd+=("$1"); shift; done
+  shift
+  client_cmd=("$@")
+  spawn in_a env "${env_a[@]}" timeout 60 "${server_cmd[@]}" > "$work/server.out" 2>&1
+  local server=${NETNS_PIDS[-1]}
+  sleep 0.2
+  for _ in $(seq 100); do
+    in_b env "${env_b[@]}" timeout 60 "${client_cmd[@]}" > "$work/client.out" 2>&1 && break
+    grep -qE "$retry" "$work/client.out" || fail "$name client: $(cat "$work/client.out")"
+    sleep 0.1
+  done
+  grep -qE "$ok" "$work/client.out" || fail "$name client: $(cat "$work/client.out")"
+  wait "$server" || fail "$name server: $(cat "$work/server.out")"
+  grep -qE "$ok" "$work/server.out" || fail "$name server: $(cat "$work/server.out")"
+  echo "$name over softverbs_roce0, $ADDR_B -> $ADDR_A: passed"
+}
+
 case $scenario in
+  ucmatose)
+    pair ucmatose 'RDMA_CM_EVENT_REJECTED, error: 8' 'return status 0' ucmatose -c 4 -- ucmatose -s "$ADDR_A" -c 4
+    ;;
+  udaddy)
+    pair udaddy 'RDMA_CM_EVENT_UNREACHABLE, error: 1' 'return status 0' udaddy -c 2 -- udaddy -s "$ADDR_A" -c 2
+    ;;
+  perftest)
+    command -v ib_write_bw > /dev/null || { echo "SKIP: perftest is not installed"; exit 77; }
+    pt=(-d softverbs_roce0 -R -x 0 -n 100)
+    pair "ib_write_bw -R" 'Unexpected CM event bl blka 8$' '^ 65536 +100 ' ib_write_bw "${pt[@]}" -- ib_write_bw "${pt[@]}" "$ADDR_A"
+    pair "ib_send_lat -R -c UD" 'Unexpected CM event|Unable to perform rdma_client' '^ 2 +100 ' \
+      ib_send_lat "${pt[@]}" -c UD -- ib_send_lat "${pt[@]}" -c UD "$ADDR_A"
+    ;;
   rping)
     rping_pair 10
     echo "rping over softverbs_roce0, $ADDR_B -> $ADDR_A: 10 pings verified on both sides"
@@ -83,18 +125,19 @@ case $scenario in
     done
     grep -q "^Capturing on" "$work/dumpcap.out" || fail "dumpcap did not start: $(cat "$work/dumpcap.out")"
     rping_pair 2
+    pair udaddy 'RDMA_CM_EVENT_UNREACHABLE, error: 1' 'return status 0' udaddy -c 1 -C 2 -- udaddy -s "$ADDR_A" -c 1 -C 2
     sleep 0.6  # dumpcap hands packets over in 250 ms blocks
     kill -INT "$cap"
     wait "$cap" || true
     ts() { tshark -n "$@" 2> /dev/null; }
     bad=$(ts -r "$pcap" -Y '_ws.malformed || _ws.expert.severity >= "Warning"')
     [ -z "$bad" ] || fail "malformed or expert warnings: $bad"
-    for attr in 0x0010:REQ 0x0013:REP 0x0014:RTU 0x0015:DREQ 0x0016:DREP; do
+    for attr in 0x0010:REQ 0x0013:REP 0x0014:RTU 0x0015:DREQ 0x0016:DREP 0x0017:SIDR_REQ 0x0018:SIDR_REP; do
       n=$(ts -r "$pcap" -Y "infiniband.mad.mgmtclass == 0x07 && infiniband.mad.attributeid == ${attr%%:*} && infiniband.bth.destqp == 1 && infiniband.deth.srcqp == 1 && infiniband.deth.q_key == 0x80010000" | wc -l)
       [ "$n" -ge 1 ] || fail "no ${attr#*:} (attribute ${attr%%:*}) to QP1 in the capture"
       echo "${attr#*:}: $n"
     done
-    ipcm=$(ts -r "$pcap" -Y 'infiniband.cm.req.ip_cm' -T fields -e infiniband.cm.req.ip_cm.sip4 -e infiniband.cm.req.ip_cm.dip4 -e infiniband.cm.req.ip_cm.ipv)
+    ipcm=$(ts -r "$pcap" -Y 'infiniband.cm.req.ip_cm' -T fields -e infiniband.cm.req.ip_cm.sip4 -e infiniband.cm.req.ip_cm.dip4 -e infiniband.cm.req.ip_cm.ipv | sort -u)
     [ "$ipcm" = "$ADDR_B	$ADDR_A	0x04" ] || fail "REQ's IP CM data: '$ipcm'"
     echo "REQ's IP CM data: $ipcm"
     timeout 120 /usr/bin/python3 "$here/icrc_check.py" "$pcap" || fail "ICRC check"

@@ -126,6 +126,12 @@ uint32_t Agent::new_comm_id(Device* d, CmId* id) {
   return comm;
 }
 
+void Agent::watch() {
+  if (watching_) return;
+  watching_ = true;
+  wake();
+}
+
 void Agent::arm(CmId* id, uint64_t timeout_ns, int retries) {
   id->timeout_ns = timeout_ns;
   id->retries_left = retries;
@@ -172,6 +178,7 @@ void Agent::run() {
         const uint64_t ms = next <= now ? 0 : (next - now + 999999) / 1000000;
         timeout_ms = ms > INT_MAX ? INT_MAX : int(ms);
       }
+      if (watching_ && (timeout_ms < 0 || timeout_ms > kWatchMs)) timeout_ms = kWatchMs;
     }
     if (poll(fds.data(), fds.size(), timeout_ms) < 0 && errno != EINTR) {
       SV_LOG(kError, "CM agent: poll failed: %s", std::strerror(errno));
@@ -187,7 +194,12 @@ void Agent::run() {
       Device* d = polled[i];
       d->ep->drain([d](const uint8_t* mad, const MadSource& from) { on_mad(d, mad, from); });
     }
-    on_timers(now_ns());
+    const uint64_t now = now_ns();
+    on_timers(now);
+    if (now >= next_watch_ns_) {
+      watching_ = check_peers();
+      next_watch_ns_ = now + uint64_t(kWatchMs) * 1000000;
+    }
   }
 }
 

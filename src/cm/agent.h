@@ -66,6 +66,9 @@ class Agent {
   // Arms the id's timer and wakes the thread to see it. REQUIRES: mu held.
   void arm(CmId* id, uint64_t timeout_ns, int retries);
   void disarm(CmId* id) { id->deadline_ns = 0; }
+  // Some connection's peer shares our port: look every kWatchMs whether its
+  // process still lives (check_peers). REQUIRES: mu held.
+  void watch();
 
  private:
   Agent() = default;
@@ -80,6 +83,9 @@ class Agent {
   std::map<uint32_t, CmId*> by_comm_;
   std::thread thread_;
   int wake_fd_ = -1;
+  static constexpr int kWatchMs = 500;
+  bool watching_ = false;
+  uint64_t next_watch_ns_ = 0;
 };
 
 }  // namespace softverbs::cm

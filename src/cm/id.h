@@ -67,6 +67,9 @@ struct CmId {
   uint8_t ack_timeout = 18;
   uint32_t conn_qp_num = 0;         // rdma_conn_param.qp_num when there is no QP
   MadDest peer;                     // the remote CM agent
+  // A peer on our own port (same GSI table): its agent's QPN when the
+  // connection began; another value in its slot later means it died.
+  uint32_t peer_agent = 0;
   uint64_t tid = 0;                 // the REQ's, reused by REP and RTU
   bool own_cqs = false;             // rdma_create_qp made the CQs (and their channels)
   // rdma_create_ep on a passive endpoint: the QP each request gets.

@@ -17,6 +17,7 @@
 #include <algorithm>
 #include <cerrno>
 #include <cstring>
+#include <vector>
 
 #include "cm/address.h"
 #include "cm/event_channel.h"
@@ -134,6 +135,11 @@ void post(CmId* id, Event* ev) {
   id->channel->push(ev);
 }
 
+uint32_t peer_agent_of(Device* dev, uint32_t peer_comm_id, const MadDest& peer) {
+  const bool same_port = !dev->roce || std::memcmp(peer.gid.raw, dev->gid.raw, 16) == 0;
+  return same_port ? dev->table->agent_of_slot(static_cast<int>(peer_comm_id >> 24)) : 0;
+}
+
 void handle_req(Device* dev, const wc::MadHeader& hdr, const uint8_t* mad, const MadSource& from) {
   const wc::Req req = wc::decode_req(mad);
   const MadDest peer = dest_of(dev, from);
@@ -196,6 +202,8 @@ void handle_req(Device* dev, const wc::MadHeader& hdr, const uint8_t* mad, const
   id->path_mtu = std::min<uint8_t>(req.path_mtu, dev->ep->port_attr().active_mtu);
   id->ack_timeout = req.primary.local_ack_timeout;
   id->peer = peer;
+  id->peer_agent = peer_agent_of(dev, req.local_comm_id, peer);
+  if (id->peer_agent != 0) Agent::get().watch();
   id->tid = hdr.tid;
   auto& p = id->path;
   std::memcpy(p.sgid.raw, req.primary.remote_gid.data(), 16);
@@ -245,6 +253,8 @@ void handle_rep(Device* dev, const wc::MadHeader& hdr, const uint8_t* mad, const
   id->initiator_depth = std::min(id->initiator_depth, rep.responder_resources);
   id->rnr_retry_count = rep.rnr_retry_count;
   id->peer.qpn = from.qpn;
+  id->peer_agent = peer_agent_of(dev, rep.local_comm_id, id->peer);
+  if (id->peer_agent != 0) Agent::get().watch();
   const rdma_cm_event_type type = id->pub.qp != nullptr ? RDMA_CM_EVENT_ESTABLISHED : RDMA_CM_EVENT_CONNECT_RESPONSE;
   if (id->pub.qp != nullptr) {
     if (qp_to_rts(id) != 0) {
@@ -460,6 +470,28 @@ void on_mad(Device* dev, const uint8_t* mad, const MadSource& from) {
       SV_LOG_RATELIMITED(kDebug, "CM agent: attribute 0x%x not handled", hdr.attr_id);
       break;
   }
+}
+
+bool check_peers() {
+  bool watching = false;
+  std::vector<CmId*> gone;
+  for (CmId* id : Agent::get().ids()) {
+    if (id->peer_agent == 0) continue;
+    if (id->state != IdState::kEstablished && id->state != IdState::kRepSent && id->state != IdState::kRepReceived) {
+      continue;
+    }
+    watching = true;
+    if (id->dev->table->agent_of_slot(static_cast<int>(id->remote_comm_id >> 24)) != id->peer_agent) {
+      gone.push_back(id);
+    }
+  }
+  for (CmId* id : gone) {
+    SV_LOG(kDebug, "CM: the peer of comm ID %#x is gone: disconnected", id->local_comm_id);
+    qp_to_error(id);
+    Agent::get().disarm(id);
+    enter_timewait(id);
+  }
+  return watching;
 }
 
 void on_timeout(CmId* id) {

@@ -17,6 +17,10 @@ namespace softverbs::cm {
 void on_mad(Device* dev, const uint8_t* mad, const MadSource& from);
 // The id's deadline passed: resend, or give up with its event.
 void on_timeout(CmId* id);
+// Connections to processes of our own port whose process is gone end as if
+// the peer had sent a DREQ (the kernel would, on its process's exit).
+// True while some connection is watched.
+bool check_peers();
 
 // Queues an event for `id` on its channel (`listen`: the listener of a
 // CONNECT_REQUEST). `data` is copied.

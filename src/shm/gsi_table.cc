@@ -8,6 +8,7 @@
 #include <unistd.h>
 
 #include <cerrno>
+#include <cstdio>
 #include <cstring>
 
 namespace softverbs::shm {
@@ -18,7 +19,25 @@ constexpr uint64_t kMagic = 0x736f66746d63'0001;  // "softcm", layout 1
 constexpr uint16_t kEphemeralFirst = 32768;
 constexpr uint16_t kEphemeralLast = 60999;  // Linux's ip_local_port_range
 
-bool alive(int32_t pid) { return pid > 0 && (kill(pid, 0) == 0 || errno != ESRCH); }
+// A zombie has exited: its peers must not wait for its parent to reap it.
+bool zombie(int32_t pid) {
+  char path[32], buf[256];
+  std::snprintf(path, sizeof path, "/proc/%d/stat", pid);
+  const int fd = ::open(path, O_RDONLY | O_CLOEXEC);
+  if (fd < 0) return false;
+  const ssize_t n = read(fd, buf, sizeof buf - 1);
+  close(fd);
+  if (n <= 0) return false;
+  buf[n] = '\0';
+  const char* paren = std::strrchr(buf, ')');  // the command name may hold anything
+  return paren != nullptr && paren[1] == ' ' && (paren[2] == 'Z' || paren[2] == 'X');
+}
+
+bool alive(int32_t pid) {
+  if (pid <= 0) return false;
+  if (kill(pid, 0) != 0 && errno == ESRCH) return false;
+  return !zombie(pid);
+}
 
 }  // namespace
 

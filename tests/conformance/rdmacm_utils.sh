@@ -8,6 +8,9 @@
 #                      (REJ, invalid service ID), exit non-zero, promptly
 #   ucmatose           ucmatose server and client, 4 connections at once,
 #                      sends both ways, disconnect: "return status 0" on both
+#   rping-server-killed  the server killed (SIGKILL) mid-session: the client
+#                      gets DISCONNECTED within a second (the CM watches peers
+#                      on its own port) and exits, no hang
 #   udaddy             udaddy server and client, 2 UD "connections" resolved
 #                      by SIDR, datagrams both ways: "return status 0"
 #   rdma_server-client rdma_server / rdma_client: synchronous ids
@@ -66,6 +69,28 @@ case $scenario in
     [ $ms -lt 5000 ] || fail "the reject took $ms ms"
     echo "rping to a port with no listener: REJECTED (invalid service ID) in $ms ms"
     rm -f "$clog"
+    ;;
+  rping-server-killed)
+    slog=$(mktemp) clog=$(mktemp)
+    rping -s -a 127.0.0.1 -p $port >"$slog" 2>&1 &
+    spid=$!
+    pids+=("$spid")
+    sleep 0.3
+    timeout 60 rping -c -a 127.0.0.1 -p $port -V >"$clog" 2>&1 &
+    cpid=$!
+    pids+=("$cpid")
+    sleep 1  # connected and pinging (unbounded count; -V prints nothing)
+    kill -0 "$cpid" || fail "the client ended before the kill: $(cat "$clog")"
+    kill -KILL "$spid"
+    wait "$spid" 2>/dev/null || true
+    start=$(date +%s%N)
+    for _ in $(seq 100); do kill -0 "$cpid" 2>/dev/null || break; sleep 0.05; done
+    ms=$(( ($(date +%s%N) - start) / 1000000 ))
+    kill -0 "$cpid" 2>/dev/null && fail "the client still runs ${ms} ms after its server was killed: $(cat "$clog")"
+    wait "$cpid" || true
+    grep -q 'client DISCONNECT EVENT' "$clog" || fail "no DISCONNECTED: $(cat "$clog")"
+    echo "rping server killed: the client got DISCONNECTED and exited within $ms ms"
+    rm -f "$slog" "$clog"
     ;;
   ucmatose)
     slog=$(mktemp) clog=$(mktemp)

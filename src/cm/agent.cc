@@ -3,6 +3,7 @@
 #include <endian.h>
 #include <poll.h>
 #include <sys/eventfd.h>
+#include <sys/random.h>
 #include <unistd.h>
 
 #include <cerrno>
@@ -115,8 +116,15 @@ CmId* Agent::by_comm_id(uint32_t comm_id) {
 }
 
 // The slot in the top byte routes every answer to this process's agent
-// (shm/gsi_table.h); the low 24 bits tell this process's ids apart.
+// (shm/gsi_table.h); the low 24 bits tell this process's ids apart, from a
+// random start: a slot is reused by the next process, whose first comm IDs
+// must not be taken for its predecessor's by peers that still remember them.
 uint32_t Agent::new_comm_id(Device* d, CmId* id) {
+  if (d->next_comm_seq == 0) {
+    uint32_t r = 0;
+    if (getrandom(&r, sizeof r, 0) != sizeof r) r = static_cast<uint32_t>(now_ns());
+    d->next_comm_seq = r | 1;
+  }
   uint32_t comm;
   do {
     const uint32_t seq = d->next_comm_seq++ & 0xffffff;

@@ -39,7 +39,7 @@ struct Device {
   std::unique_ptr<GsiEndpoint> ep;
   std::optional<shm::GsiTable> table;
   int slot = -1;
-  uint32_t next_comm_seq = 1;
+  uint32_t next_comm_seq = 0;  // 0: not yet drawn
 };
 
 class Agent {

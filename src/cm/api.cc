@@ -425,7 +425,6 @@ int accept(rdma_cm_id* pub, const rdma_conn_param* param) {
     // Grant no more than the request offered (RDMA_MAX_RESP_RES: all of it).
     id->responder_resources = std::min({param->responder_resources, id->responder_resources, kMaxRdAtomic});
     id->initiator_depth = std::min({param->initiator_depth, id->initiator_depth, kMaxRdAtomic});
-    id->local_psn = random24();
     if (id->pub.qp != nullptr && qp_to_rts(id) != 0) {
       const int e = errno;
       send_mad_rej(id, wc::Rej::kNoResources, nullptr, 0);

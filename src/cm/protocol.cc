@@ -13,6 +13,7 @@
 // REP) or DISCONNECTED (DREQ). A duplicate REQ is answered with an MRA (no
 // REP yet) or the REP again, a duplicate REP with the RTU again.
 #include <endian.h>
+#include <sys/random.h>
 
 #include <algorithm>
 #include <cerrno>
@@ -135,6 +136,12 @@ void post(CmId* id, Event* ev) {
   id->channel->push(ev);
 }
 
+uint32_t random_psn() {
+  uint32_t v = 0;
+  if (getrandom(&v, sizeof v, 0) != sizeof v) v = static_cast<uint32_t>(now_ns());
+  return v & 0xffffff;
+}
+
 uint32_t peer_agent_of(Device* dev, uint32_t peer_comm_id, const MadDest& peer) {
   const bool same_port = !dev->roce || std::memcmp(peer.gid.raw, dev->gid.raw, 16) == 0;
   return same_port ? dev->table->agent_of_slot(static_cast<int>(peer_comm_id >> 24)) : 0;
@@ -195,6 +202,9 @@ void handle_req(Device* dev, const wc::MadHeader& hdr, const uint8_t* mad, const
   id->remote_ca_guid = req.local_ca_guid;
   id->remote_qpn = req.local_qpn;
   id->remote_psn = req.starting_psn;
+  // Chosen now: a consumer that moves its own QP (rdma_init_qp_attr) does so
+  // before rdma_accept, whose REP then carries the same PSN.
+  id->local_psn = random_psn();
   id->responder_resources = req.initiator_depth;
   id->initiator_depth = req.responder_resources;
   id->retry_count = req.retry_count;
@@ -486,10 +496,15 @@ bool check_peers() {
     }
   }
   for (CmId* id : gone) {
-    SV_LOG(kDebug, "CM: the peer of comm ID %#x is gone: disconnected", id->local_comm_id);
+    SV_LOG(kDebug, "CM: the peer of comm ID %#x is gone", id->local_comm_id);
     qp_to_error(id);
     Agent::get().disarm(id);
-    enter_timewait(id);
+    if (id->state == IdState::kEstablished) {
+      enter_timewait(id);
+    } else {  // it died before the connection was established
+      id->state = IdState::kClosed;
+      queue_event(id, RDMA_CM_EVENT_UNREACHABLE, -ETIMEDOUT);
+    }
   }
   return watching;
 }

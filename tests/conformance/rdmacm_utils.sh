@@ -4,6 +4,9 @@
 # Usage: rdmacm_utils.sh <dir of our librdmacm.so.1> <scenario>
 #   rping              rping -s / rping -c -a 127.0.0.1 -C 10 -v: every ping
 #                      verified on both sides, both exit 0
+#   rping-q            rping -q -V: QPs the program makes and moves itself
+#                      (rdma_init_qp_attr, CONNECT_RESPONSE, rdma_establish),
+#                      every ping validated; both exit 0
 #   rping-no-listener  a client with nobody listening: RDMA_CM_EVENT_REJECTED
 #                      (REJ, invalid service ID), exit non-zero, promptly
 #   ucmatose           ucmatose server and client, 4 connections at once,
@@ -60,6 +63,17 @@ case $scenario in
     tail -2 "$clog"
     rm -f "$slog" "$clog"
     ;;
+  rping-q)
+    slog=$(mktemp) clog=$(mktemp)
+    timeout 60 rping -s -a 127.0.0.1 -p $port -C 10 -q -V >"$slog" 2>&1 &
+    spid=$!
+    pids+=("$spid")
+    client_until_listening "$clog" rping -c -a 127.0.0.1 -p $port -C 10 -q -V ||
+      fail "rping -q client: $(cat "$clog")"
+    wait "$spid" || fail "rping -q server (rc $?): $(cat "$slog")"
+    echo "rping -q -V: 10 pings validated with self-managed QPs"
+    rm -f "$slog" "$clog"
+    ;;
   rping-no-listener)
     clog=$(mktemp)
     start=$(date +%s%N)
@@ -97,6 +111,7 @@ case $scenario in
     timeout 60 ucmatose -p $port -c 4 >"$slog" 2>&1 &
     spid=$!
     pids+=("$spid")
+    sleep 0.2  # a client rejected early leaves the server requests it must then time out
     for _ in $(seq 100); do
       timeout 60 ucmatose -s 127.0.0.1 -p $port -c 4 >"$clog" 2>&1 && break
       grep -q 'event: RDMA_CM_EVENT_REJECTED, error: 8' "$clog" || fail "ucmatose client: $(cat "$clog")"

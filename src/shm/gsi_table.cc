@@ -35,6 +35,7 @@ bool zombie(int32_t pid) {
 
 bool alive(int32_t pid) {
   if (pid <= 0) return false;
+  if (pid == getpid()) return true;
   if (kill(pid, 0) != 0 && errno == ESRCH) return false;
   return !zombie(pid);
 }
@@ -164,12 +165,12 @@ int GsiTable::bind(int slot, uint16_t ps, const TableAddr& addr, uint16_t* port,
   Lock lock(fd_);
   auto conflicts = [&](uint16_t p) {
     for (auto& b : layout_->bindings) {
-      if (b.pid == 0) continue;
+      // Liveness costs system calls: only for a binding that would conflict.
+      if (b.pid == 0 || b.ps != ps || b.port != p || b.addr.family != addr.family) continue;
       if (!alive(b.pid)) {
         b = {};
         continue;
       }
-      if (b.ps != ps || b.port != p || b.addr.family != addr.family) continue;
       if (reuse && b.reuse && !b.listening) continue;
       if (b.addr.wildcard() || addr.wildcard() || b.addr == addr) return true;
     }
@@ -197,7 +198,7 @@ int GsiTable::bind(int slot, uint16_t ps, const TableAddr& addr, uint16_t* port,
   }
   for (int i = 0; i < kBindings; ++i) {
     auto& b = layout_->bindings[i];
-    if (b.pid != 0 && alive(b.pid)) continue;
+    if (b.pid != 0 && (b.pid == getpid() || alive(b.pid))) continue;
     b = {};
     b.pid = getpid();
     b.slot = static_cast<int16_t>(slot);

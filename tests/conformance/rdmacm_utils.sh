@@ -14,6 +14,8 @@
 #   rping-server-killed  the server killed (SIGKILL) mid-session: the client
 #                      gets DISCONNECTED within a second (the CM watches peers
 #                      on its own port) and exits, no hang
+#   cmtime             cmtime -c 1000: a thousand connections set up and torn
+#                      down at once (its server runs until killed)
 #   udaddy             udaddy server and client, 2 UD "connections" resolved
 #                      by SIDR, datagrams both ways: "return status 0"
 #   rdma_server-client rdma_server / rdma_client: synchronous ids
@@ -104,6 +106,23 @@ case $scenario in
     wait "$cpid" || true
     grep -q 'client DISCONNECT EVENT' "$clog" || fail "no DISCONNECTED: $(cat "$clog")"
     echo "rping server killed: the client got DISCONNECTED and exited within $ms ms"
+    rm -f "$slog" "$clog"
+    ;;
+  cmtime)
+    slog=$(mktemp) clog=$(mktemp)
+    cmtime -p $port >"$slog" 2>&1 &
+    spid=$!
+    pids+=("$spid")
+    sleep 0.2
+    for _ in $(seq 100); do
+      timeout 100 cmtime -s 127.0.0.1 -p $port -c 1000 >"$clog" 2>&1 && break
+      grep -q 'RDMA_CM_EVENT_REJECTED' "$clog" || fail "cmtime client: $(cat "$clog")"
+      sleep 0.1
+    done
+    grep -qE '^connect +:' "$clog" || fail "cmtime client: $(cat "$clog")"
+    kill -0 "$spid" || fail "cmtime server exited: $(cat "$slog")"
+    echo "cmtime -c 1000:"
+    grep -E '^(resolve addr|connect|disconnect) +:' "$clog"
     rm -f "$slog" "$clog"
     ;;
   ucmatose)

@@ -13,6 +13,9 @@
 #   ucmatose   ucmatose, 4 connections; udaddy: 2 SIDR resolutions
 #   udaddy     (datagrams both ways on each side: "return status 0")
 #   perftest   ib_write_bw -R, and ib_send_lat -R -c UD (SIDR)
+#   rping-v6   rping over IPv6 addresses (IPv6 CMA header, GRHs)
+#   loss       ucmatose -c 20 with 5 % of every datagram lost both ways
+#              (SOFTVERBS_FAULTS): CM retries and duplicates, still connects
 #   no-listener  a client to a port nobody listens on in the other
 #              namespace: RDMA_CM_EVENT_REJECTED (status 8), promptly
 set -euo pipefail
@@ -81,6 +84,16 @@ pair() {
 }
 
 case $scenario in
+  rping-v6)
+    env_a=(LD_LIBRARY_PATH="$lib" SOFTVERBS_ROCE_ADDR="$ADDR6_A" SOFTVERBS_DEVICE_PATH=/dev/shm/softverbs-itest-cm-$$-a)
+    env_b=(LD_LIBRARY_PATH="$lib" SOFTVERBS_ROCE_ADDR="$ADDR6_B" SOFTVERBS_DEVICE_PATH=/dev/shm/softverbs-itest-cm-$$-b)
+    pair "rping (IPv6)" 'RDMA_CM_EVENT_REJECTED, error 8' 'rdma-ping-9: ' rping -s -a "$ADDR6_A" -C 10 -v -- rping -c -a "$ADDR6_A" -C 10 -v
+    ;;
+  loss)
+    env_a+=(SOFTVERBS_FAULTS=loss=0.05,seed=3)
+    env_b+=(SOFTVERBS_FAULTS=loss=0.05,seed=5)
+    pair "ucmatose -c 20, 5 % loss" 'RDMA_CM_EVENT_REJECTED, error: 8' 'return status 0' ucmatose -c 20 -- ucmatose -s "$ADDR_A" -c 20
+    ;;
   ucmatose)
     pair ucmatose 'RDMA_CM_EVENT_REJECTED, error: 8' 'return status 0' ucmatose -c 4 -- ucmatose -s "$ADDR_A" -c 4
     ;;

@@ -6,6 +6,7 @@
 #include <sys/random.h>
 #include <unistd.h>
 
+#include <atomic>
 #include <cerrno>
 #include <climits>
 #include <cstring>
@@ -37,10 +38,20 @@ uint64_t now_ns() {
   return uint64_t(ts.tv_sec) * 1000000000ull + uint64_t(ts.tv_nsec);
 }
 
+namespace {
+std::atomic<Agent*> the_agent{nullptr};
+}
+
 Agent& Agent::get() {
-  static Agent* agent = new Agent();  // never destroyed: its thread may outlive main
+  static Agent* agent = [] {
+    auto* a = new Agent();  // never destroyed: its thread may outlive main
+    the_agent.store(a, std::memory_order_release);
+    return a;
+  }();
   return *agent;
 }
+
+bool Agent::exists() { return the_agent.load(std::memory_order_acquire) != nullptr; }
 
 const std::vector<ibv_context*>& Agent::contexts() {
   std::lock_guard<std::mutex> lock(mu);
@@ -134,6 +145,29 @@ uint32_t Agent::new_comm_id(Device* d, CmId* id) {
   return comm;
 }
 
+// The kernel's CM disconnects a process's connections when it exits; at a
+// normal exit ours sends their DREQs (answers are not awaited), so a peer on
+// another host is told at once instead of through its QP's retries.
+void Agent::goodbye() {
+  std::lock_guard<std::mutex> lock(mu);
+  // From here the agent thread touches no verbs: libibverbs.so.1 is torn
+  // down after us, and answers to these DREQs may still arrive.
+  exiting_ = true;
+  for (CmId* id : ids_) {
+    if (id->pub.qp_type == IBV_QPT_UD || id->dev == nullptr || !id->dev->ep) continue;
+    if (id->state != IdState::kEstablished && id->state != IdState::kRepSent && id->state != IdState::kRepReceived) {
+      continue;
+    }
+    say_goodbye(id);
+  }
+}
+
+namespace {
+[[gnu::destructor]] void at_exit() {
+  if (Agent::exists()) Agent::get().goodbye();
+}
+}  // namespace
+
 void Agent::watch() {
   if (watching_) return;
   watching_ = true;
@@ -193,6 +227,7 @@ void Agent::run() {
       return;
     }
     std::lock_guard<std::mutex> lock(mu);
+    if (exiting_) return;
     if (fds[0].revents & POLLIN) {
       uint64_t v;
       (void)!read(wake_fd_, &v, sizeof v);

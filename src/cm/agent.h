@@ -45,6 +45,10 @@ struct Device {
 class Agent {
  public:
   static Agent& get();
+  // Whether get() has made it (the library's exit hook must not).
+  static bool exists();
+  // At exit: a DREQ for every connection still up.
+  void goodbye();
 
   std::mutex mu;
   std::condition_variable acked;  // an id's outstanding events went down
@@ -85,6 +89,7 @@ class Agent {
   int wake_fd_ = -1;
   static constexpr int kWatchMs = 500;
   bool watching_ = false;
+  bool exiting_ = false;  // the process exits: the thread stops (goodbye)
   uint64_t next_watch_ns_ = 0;
 };
 

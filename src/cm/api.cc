@@ -179,7 +179,15 @@ void sidr_reply(CmId* id, uint8_t status, uint32_t qpn, const void* data, size_t
   send_to_peer(id, id->last_mad, false);
 }
 
+// complete() for a caller that holds the CM's lock: the wait must not.
+int complete_unlocked(std::unique_lock<std::mutex>& lock, CmId* id) {
+  lock.unlock();
+  return complete(id);
+}
+
 }  // namespace
+
+void say_goodbye(CmId* id) { send_dreq(id, false); }
 
 int create_id(EventChannel* ch, rdma_cm_id** out, void* context, rdma_port_space ps) {
   if (out == nullptr) return fail(EINVAL);
@@ -321,11 +329,14 @@ int connect(rdma_cm_id* pub, const rdma_conn_param* param) {
   CmId* id = from_pub(pub);
   Agent& agent = Agent::get();
   {
-    std::lock_guard<std::mutex> lock(agent.mu);
+    std::unique_lock<std::mutex> lock(agent.mu);
     if (id->state != IdState::kRouteResolved) return fail(EINVAL);
     rdma_conn_param none{};
     if (param == nullptr) param = &none;
-    if (id->pub.qp_type == IBV_QPT_UD) return sidr_request(id, param);
+    if (id->pub.qp_type == IBV_QPT_UD) {
+      if (sidr_request(id, param) != 0) return -1;
+      return complete_unlocked(lock, id);
+    }
     if (param->private_data_len > kReqUserBytes || (param->private_data_len > 0 && param->private_data == nullptr)) {
       return fail(EINVAL);
     }

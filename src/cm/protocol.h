@@ -35,6 +35,9 @@ int qp_to_rts(CmId* id);
 // Moves the id's QP to the error state (disconnect, reject).
 void qp_to_error(CmId* id);
 
+// A DREQ for the id's connection, not awaited (rdma_destroy_id, exit).
+void say_goodbye(CmId* id);
+
 uint64_t now_ns();
 
 }  // namespace softverbs::cm

@@ -16,6 +16,9 @@
 #   rping-v6   rping over IPv6 addresses (IPv6 CMA header, GRHs)
 #   loss       ucmatose -c 20 with 5 % of every datagram lost both ways
 #              (SOFTVERBS_FAULTS): CM retries and duplicates, still connects
+#   peer-exits a client (tests/cm/exit_connected, the 3rd argument) exits
+#              while connected to an rping server on the other host: the
+#              server gets DISCONNECTED at once (the DREQ sent at exit)
 #   no-listener  a client to a port nobody listens on in the other
 #              namespace: RDMA_CM_EVENT_REJECTED (status 8), promptly
 set -euo pipefail
@@ -84,6 +87,24 @@ pair() {
 }
 
 case $scenario in
+  peer-exits)
+    helper=$3
+    spawn in_a env "${env_a[@]}" timeout 60 rping -s -a "$ADDR_A" -p $port > "$work/server.out" 2>&1
+    server=${NETNS_PIDS[-1]}
+    for _ in $(seq 100); do
+      in_b env "${env_b[@]}" timeout 30 "$helper" "$ADDR_A" $port > "$work/client.out" 2>&1 && break
+      grep -q 'REJECTED, status 8' "$work/client.out" || fail "client: $(cat "$work/client.out")"
+      sleep 0.1
+    done
+    grep -q connected "$work/client.out" || fail "client: $(cat "$work/client.out")"
+    start=$(date +%s%N)
+    for _ in $(seq 100); do kill -0 "$server" 2> /dev/null || break; sleep 0.05; done
+    ms=$(( ($(date +%s%N) - start) / 1000000 ))
+    kill -0 "$server" 2> /dev/null && fail "the server still waits ${ms} ms after its client exited"
+    wait "$server" || true
+    grep -q 'server DISCONNECT EVENT' "$work/server.out" || fail "server: $(cat "$work/server.out")"
+    echo "client exited connected: the server on the other host got DISCONNECTED within $ms ms"
+    ;;
   rping-v6)
     env_a=(LD_LIBRARY_PATH="$lib" SOFTVERBS_ROCE_ADDR="$ADDR6_A" SOFTVERBS_DEVICE_PATH=/dev/shm/softverbs-itest-cm-$$-a)
     env_b=(LD_LIBRARY_PATH="$lib" SOFTVERBS_ROCE_ADDR="$ADDR6_B" SOFTVERBS_DEVICE_PATH=/dev/shm/softverbs-itest-cm-$$-b)

@@ -37,9 +37,9 @@ namespace {
 // (Linux's rdma_cm uses 20, 4.3 s, for fabrics with an SA and switches).
 constexpr uint8_t kCmResponseTimeout = 16;
 constexpr int kMaxCmRetries = 15;
-// Time-wait before TIMEWAIT_EXIT: stray packets of the old connection are
-// gone long before (IBA 12.9.8.1 bounds it by the packet lifetime).
-constexpr uint64_t kTimewaitNs = 200'000'000;
+// Time-wait before TIMEWAIT_EXIT, as Linux's CM: the connection's local ACK
+// timeout (IBA 12.9.8.1 bounds it by the packet lifetime), about a second.
+// Consumers that tear down on DISCONNECTED (libfabric) rarely see it.
 
 wc::MadHeader header(uint64_t tid) {
   wc::MadHeader h;
@@ -403,7 +403,7 @@ void handle_mra(const uint8_t* mad) {
 
 void enter_timewait(CmId* id) {
   id->state = IdState::kTimewait;
-  Agent::get().arm(id, kTimewaitNs, 0);
+  Agent::get().arm(id, wc::timeout_ns(id->ack_timeout), 0);
   post(id, new_event(id, RDMA_CM_EVENT_DISCONNECTED, 0, nullptr, 0, nullptr));
 }
 

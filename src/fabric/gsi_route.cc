@@ -17,8 +17,10 @@ namespace wc = wire::cm;
 
 namespace {
 
-std::mutex mu;
-std::map<std::string, std::unique_ptr<shm::GsiTable>> tables;  // by segment path; kept
+// Never destroyed: the UDP link's receive threads route datagrams to QP1
+// until the process ends, after static destruction.
+std::mutex& mu = *new std::mutex;
+auto& tables = *new std::map<std::string, std::unique_ptr<shm::GsiTable>>;  // by segment path
 
 shm::GsiTable* table_of(const std::string& segment_path) {
   auto& t = tables[segment_path];

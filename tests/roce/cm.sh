@@ -72,9 +72,17 @@ pair() {
   while [ "$1" != -- ]; do server_cmd+=("$1"); shift; done
   shift
   client_cmd=("$@")
-  spawn in_a env "${env_a[@]}" timeout 60 "${server_cmd[@]}" > "$work/server.out" 2>&1
+  spawn in_a env "${env_a[@]}" timeout 60 stdbuf -o0 "${server_cmd[@]}" > "$work/server.out" 2>&1
   local server=${NETNS_PIDS[-1]}
-  sleep 0.2
+  # Start the client once the server says it waits (READY, a pattern of its
+  # output), then a little more for its listen: perftest's client does not
+  # survive an early reject (it reuses the id it destroyed).
+  if [ -n "${READY:-}" ]; then
+    for _ in $(seq 200); do grep -qE "$READY" "$work/server.out" && break; sleep 0.05; done
+    sleep 0.3
+  else
+    sleep 0.2
+  fi
   for _ in $(seq 100); do
     in_b env "${env_b[@]}" timeout 60 "${client_cmd[@]}" > "$work/client.out" 2>&1 && break
     grep -qE "$retry" "$work/client.out" || fail "$name client: $(cat "$work/client.out")"
@@ -124,8 +132,9 @@ case $scenario in
   perftest)
     command -v ib_write_bw > /dev/null || { echo "SKIP: perftest is not installed"; exit 77; }
     pt=(-d softverbs_roce0 -R -x 0 -n 100)
-    pair "ib_write_bw -R" 'Unexpected CM event bl blka 8$' '^ 65536 +100 ' ib_write_bw "${pt[@]}" -- ib_write_bw "${pt[@]}" "$ADDR_A"
-    pair "ib_send_lat -R -c UD" 'Unexpected CM event|Unable to perform rdma_client' '^ 2 +100 ' \
+    READY='Waiting for client to connect' pair "ib_write_bw -R" 'Unexpected CM event bl blka 8$' '^ 65536 +100 ' \
+      ib_write_bw "${pt[@]}" -- ib_write_bw "${pt[@]}" "$ADDR_A"
+    READY='Waiting for client to connect' pair "ib_send_lat -R -c UD" 'RDMA_CM_EVENT_UNREACHABLE; error: 1\.' '^ 2 +100 ' \
       ib_send_lat "${pt[@]}" -c UD -- ib_send_lat "${pt[@]}" -c UD "$ADDR_A"
     ;;
   rping)

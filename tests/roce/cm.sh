@@ -16,6 +16,9 @@
 #   rping-v6   rping over IPv6 addresses (IPv6 CMA header, GRHs)
 #   loss       ucmatose -c 20 with 5 % of every datagram lost both ways
 #              (SOFTVERBS_FAULTS): CM retries and duplicates, still connects
+#   shared-address  two rping servers on one RoCE address (one process owns
+#              the UDP port and forwards): a client reaches each, its REQ
+#              routed by service ID to the second process's CM agent
 #   peer-exits a client (tests/cm/exit_connected, the 3rd argument) exits
 #              while connected to an rping server on the other host: the
 #              server gets DISCONNECTED at once (the DREQ sent at exit)
@@ -95,6 +98,26 @@ pair() {
 }
 
 case $scenario in
+  shared-address)
+    spawn in_a env "${env_a[@]}" timeout 60 rping -s -a "$ADDR_A" -p 7001 -C 3 -v > "$work/s1.out" 2>&1
+    s1=${NETNS_PIDS[-1]}
+    sleep 0.3  # the first takes the UDP port
+    spawn in_a env "${env_a[@]}" timeout 60 rping -s -a "$ADDR_A" -p 7002 -C 3 -v > "$work/s2.out" 2>&1
+    s2=${NETNS_PIDS[-1]}
+    for p in 7002 7001; do
+      ok=0
+      for _ in $(seq 100); do
+        if in_b env "${env_b[@]}" timeout 30 rping -c -a "$ADDR_A" -p $p -C 3 -v > "$work/c$p.out" 2>&1; then ok=1; break; fi
+        grep -q 'RDMA_CM_EVENT_REJECTED, error 8' "$work/c$p.out" || break
+        sleep 0.1
+      done
+      [ $ok = 1 ] || fail "client to port $p: $(cat "$work/c$p.out")"
+      grep -q 'rdma-ping-2: ' "$work/c$p.out" || fail "client to port $p: $(cat "$work/c$p.out")"
+    done
+    wait "$s1" || fail "server 1: $(cat "$work/s1.out")"
+    wait "$s2" || fail "server 2: $(cat "$work/s2.out")"
+    echo "two rping servers on $ADDR_A (one forwarding for the other): both reached"
+    ;;
   peer-exits)
     helper=$3
     spawn in_a env "${env_a[@]}" timeout 60 rping -s -a "$ADDR_A" -p $port > "$work/server.out" 2>&1

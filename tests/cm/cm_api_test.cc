@@ -267,6 +267,19 @@ TEST_F(CmApi, NobodyListeningIsRejectedWithInvalidServiceId) {
   }
 }
 
+TEST_F(CmApi, AnAddressNobodyOwnsIsAnAddrError) {
+  ASSERT_EQ(rdma_create_id(client_ch_, &client_, nullptr, RDMA_PS_TCP), 0);
+  sockaddr_in dst = loopback(port_);
+  inet_pton(AF_INET, "192.0.2.1", &dst.sin_addr);  // TEST-NET-1: on no device of this host
+  ASSERT_EQ(rdma_resolve_addr(client_, nullptr, reinterpret_cast<sockaddr*>(&dst), 2000), 0);
+  if (rdma_cm_event* ev = expect_event(client_ch_, RDMA_CM_EVENT_ADDR_ERROR)) {
+    EXPECT_EQ(ev->status, -EHOSTUNREACH);
+    rdma_ack_cm_event(ev);
+  }
+  EXPECT_EQ(rdma_resolve_route(client_, 2000), -1) << "no address, no route";
+  EXPECT_EQ(errno, EINVAL);
+}
+
 TEST_F(CmApi, APortIsBoundOnce) {
   listen();
   rdma_cm_id* other = nullptr;

@@ -64,7 +64,8 @@ std::unique_ptr<GsiEndpoint> GsiEndpoint::create(ibv_context* ctx, uint8_t port)
   const size_t bytes = size_t{kRecvs} * kRecvBytes + size_t{kSends} * wire::cm::kMadBytes;
   ep->buf_ = static_cast<uint8_t*>(std::aligned_alloc(4096, (bytes + 4095) / 4096 * 4096));
   if (ep->buf_ == nullptr) return fail("aligned_alloc");
-  if ((ep->mr_ = ibv_reg_mr(ep->pd_, ep->buf_, bytes, IBV_ACCESS_LOCAL_WRITE)) == nullptr) return fail("ibv_reg_mr");
+  // The function, not verbs.h's macro (its flag test mixes enum types).
+  if ((ep->mr_ = (ibv_reg_mr)(ep->pd_, ep->buf_, bytes, IBV_ACCESS_LOCAL_WRITE)) == nullptr) return fail("ibv_reg_mr");
   for (uint32_t i = 0; i < kRecvs; ++i) {
     if (ep->post_recv(i) != 0) return fail("ibv_post_recv");
   }

@@ -167,7 +167,7 @@ int accept(rdma_cm_id* pub, const rdma_conn_param* param) {
   return complete(id);
 }
 
-int reject(rdma_cm_id* pub, const void* data, uint8_t len) {
+int reject(rdma_cm_id* pub, const void* data, uint8_t len, uint16_t reason) {
   if (pub == nullptr) return fail(EINVAL);
   CmId* id = from_pub(pub);
   std::lock_guard<std::mutex> lock(Agent::get().mu);
@@ -179,7 +179,7 @@ int reject(rdma_cm_id* pub, const void* data, uint8_t len) {
     return 0;
   }
   if (len > wc::Rej::kPrivateBytes || (len > 0 && data == nullptr)) return fail(EINVAL);
-  send_mad_rej(id, wc::Rej::kConsumerReject, data, len);
+  send_mad_rej(id, reason, data, len);
   id->state = IdState::kClosed;
   return 0;
 }

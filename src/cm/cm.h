@@ -20,7 +20,8 @@ int resolve_route(rdma_cm_id* id, int timeout_ms);
 int listen(rdma_cm_id* id, int backlog);
 int connect(rdma_cm_id* id, const rdma_conn_param* param);
 int accept(rdma_cm_id* id, const rdma_conn_param* param);
-int reject(rdma_cm_id* id, const void* private_data, uint8_t len);
+// `reason`: IBA table 109 (28: consumer reject).
+int reject(rdma_cm_id* id, const void* private_data, uint8_t len, uint16_t reason = 28);
 int establish(rdma_cm_id* id);
 int disconnect(rdma_cm_id* id);
 int notify(rdma_cm_id* id, ibv_event_type event);

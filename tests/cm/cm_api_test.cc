@@ -257,6 +257,27 @@ TEST_F(CmApi, PrivateDataOverTheIbaLimitsIsEinval) {
   }
 }
 
+TEST_F(CmApi, EceIsNeverNegotiatedAndItsRejectSaysSo) {
+  listen();
+  resolve_client();
+  ibv_ece ece{};
+  EXPECT_EQ(rdma_set_local_ece(client_, &ece), -1) << "vendor ID 0";
+  EXPECT_EQ(errno, EINVAL);
+  ece.vendor_id = 0x15b3;
+  EXPECT_EQ(rdma_set_local_ece(client_, &ece), -1) << "an id with a QP";
+  ASSERT_EQ(rdma_connect(client_, nullptr), 0);
+  rdma_cm_id* child = take_request();
+  ASSERT_NE(child, nullptr);
+  ibv_ece remote{0xff, 0xff, 0xff};
+  ASSERT_EQ(rdma_get_remote_ece(child, &remote), 0);
+  EXPECT_EQ(remote.vendor_id, 0u) << "the peer offered none";
+  ASSERT_EQ(rdma_reject_ece(child, nullptr, 0), 0);
+  if (rdma_cm_event* ev = expect_event(client_ch_, RDMA_CM_EVENT_REJECTED)) {
+    EXPECT_EQ(ev->status, 35) << "IBA table 109: vendor option not supported";
+    rdma_ack_cm_event(ev);
+  }
+}
+
 TEST_F(CmApi, NobodyListeningIsRejectedWithInvalidServiceId) {
   resolve_client();
   rdma_conn_param cp{};

@@ -2,6 +2,8 @@
 #include <arpa/inet.h>
 #include <rdma/rdma_cma.h>
 
+#include <cerrno>
+
 #include "abi/rdmacm/abi.h"
 #include "cm/cm.h"
 #include "cm/event_channel.h"
@@ -21,6 +23,27 @@ SV_EXPORT int rdma_listen(rdma_cm_id* id, int backlog) { return cm::listen(id, b
 SV_EXPORT int rdma_connect(rdma_cm_id* id, rdma_conn_param* param) { return cm::connect(id, param); }
 SV_EXPORT int rdma_accept(rdma_cm_id* id, rdma_conn_param* param) { return cm::accept(id, param); }
 SV_EXPORT int rdma_reject(rdma_cm_id* id, const void* data, uint8_t len) { return cm::reject(id, data, len); }
+// IBA table 109's reason 35: the vendor option (the ECE asked for) is not supported.
+SV_EXPORT int rdma_reject_ece(rdma_cm_id* id, const void* data, uint8_t len) { return cm::reject(id, data, len, 35); }
+
+// Enhanced connection establishment: no softverbs device has vendor options,
+// so none is carried. A consumer may name its own (kept as librdmacm keeps
+// it), and learns that the peer offered none.
+SV_EXPORT int rdma_set_local_ece(rdma_cm_id* id, ibv_ece* ece) {
+  if (id == nullptr || id->qp != nullptr || ece == nullptr || ece->vendor_id == 0 || ece->comp_mask != 0) {
+    errno = EINVAL;
+    return -1;
+  }
+  return 0;
+}
+SV_EXPORT int rdma_get_remote_ece(rdma_cm_id* id, ibv_ece* ece) {
+  if (id == nullptr || id->qp != nullptr || ece == nullptr) {
+    errno = EINVAL;
+    return -1;
+  }
+  *ece = ibv_ece{};
+  return 0;
+}
 SV_EXPORT int rdma_establish(rdma_cm_id* id) { return cm::establish(id); }
 SV_EXPORT int rdma_disconnect(rdma_cm_id* id) { return cm::disconnect(id); }
 SV_EXPORT int rdma_notify(rdma_cm_id* id, ibv_event_type event) { return cm::notify(id, event); }

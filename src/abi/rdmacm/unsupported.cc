@@ -6,7 +6,6 @@
 //   - rsockets (rsocket, rbind, ..., riowrite): ENOSYS, librdmacm's own
 //     errno for a socket call it cannot carry out.
 //   - multicast joins: EOPNOTSUPP, softverbs' CM has no SA to join through.
-//   - ECE (enhanced connection establishment): EOPNOTSUPP, no device offers it.
 #include <rdma/rdma_cma.h>
 #include <rdma/rdma_verbs.h>
 #include <rdma/rsocket.h>
@@ -38,9 +37,6 @@ SV_EXPORT int rdma_join_multicast_ex(rdma_cm_id*, rdma_cm_join_mc_attr_ex*, void
   return unsupported(__func__, EOPNOTSUPP);
 }
 SV_EXPORT int rdma_leave_multicast(rdma_cm_id*, sockaddr*) { return unsupported(__func__, EOPNOTSUPP); }
-SV_EXPORT int rdma_set_local_ece(rdma_cm_id*, ibv_ece*) { return unsupported(__func__, EOPNOTSUPP); }
-SV_EXPORT int rdma_get_remote_ece(rdma_cm_id*, ibv_ece*) { return unsupported(__func__, EOPNOTSUPP); }
-SV_EXPORT int rdma_reject_ece(rdma_cm_id*, const void*, uint8_t) { return unsupported(__func__, EOPNOTSUPP); }
 
 SV_EXPORT int rsocket(int, int, int) { return no_rsockets(__func__); }
 SV_EXPORT int rbind(int, const sockaddr*, socklen_t) { return no_rsockets(__func__); }

@@ -27,8 +27,8 @@ SV_EXPORT int rdma_reject(rdma_cm_id* id, const void* data, uint8_t len) { retur
 SV_EXPORT int rdma_reject_ece(rdma_cm_id* id, const void* data, uint8_t len) { return cm::reject(id, data, len, 35); }
 
 // Enhanced connection establishment: no softverbs device has vendor options,
-// so none is carried. A consumer may name its own (kept as librdmacm keeps
-// it), and learns that the peer offered none.
+// so none is carried. A consumer's own is checked as librdmacm checks it and
+// then has no effect; the peer is reported to have offered none.
 SV_EXPORT int rdma_set_local_ece(rdma_cm_id* id, ibv_ece* ece) {
   if (id == nullptr || id->qp != nullptr || ece == nullptr || ece->vendor_id == 0 || ece->comp_mask != 0) {
     errno = EINVAL;

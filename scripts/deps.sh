@@ -5,7 +5,7 @@ set -euo pipefail
 
 packages=(
   build-essential cmake ninja-build pkg-config
-  libibverbs-dev ibverbs-utils perftest rdmacm-utils python3-pyverbs
+  libibverbs-dev librdmacm-dev ibverbs-utils perftest rdmacm-utils python3-pyverbs
   libgtest-dev libgmock-dev libbenchmark-dev
   libcli11-dev nlohmann-json3-dev libpcap-dev libdeflate-dev
   iproute2 procps python3-scapy tshark

@@ -6,6 +6,7 @@
 #include <algorithm>
 
 #include "shm/mcast_groups.h"
+#include "wire/cm_mad.h"
 
 namespace softverbs::transport {
 namespace {
@@ -43,8 +44,9 @@ PacketVerdict request_from_packet(const wire::PacketView& v, const shm::SharedQp
   req.solicited = bth.solicited;
   req.psn = bth.psn.value();
   // IBA 10.5.2.5: a multicast datagram (DestQP 0xFFFFFF) is each attached
-  // QP's own; the fabric hands it to them one by one.
-  req.dest_qpn = ud && bth.dest_qp == shm::kMulticastQpn ? qp.qpn : bth.dest_qp;
+  // QP's own; the fabric hands it to them one by one. A datagram to QP1 is
+  // the GSI agent's the fabric routed it to (src/fabric/gsi_route.h).
+  req.dest_qpn = ud && (bth.dest_qp == shm::kMulticastQpn || bth.dest_qp == wire::cm::kGsiQpn) ? qp.qpn : bth.dest_qp;
   req.src_qpn = qp.dest_qpn;
   req.payload = {iov, 1, v.payload_length()};
   if (v.has(wire::Header::kReth)) {

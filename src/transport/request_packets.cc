@@ -83,7 +83,7 @@ RequestPackets::RequestPackets(const SendSide& s, const SendWqe& w, const IoList
   if (s.qp.qp_type == IBV_QPT_UD) {
     // IBA 10.2.4: a WR Q_Key with its high bit set means the QP's own.
     h_.deth.qkey = (w.remote_qkey & 0x80000000u) ? s.qp.shared->qkey : w.remote_qkey;
-    h_.deth.src_qp = s.qp.qpn;
+    h_.deth.src_qp = s.qp.wire_src_qpn != 0 ? s.qp.wire_src_qpn : s.qp.qpn;
   }
   h_.reth.va = w.remote_addr;
   h_.reth.rkey = w.rkey;

@@ -36,6 +36,7 @@ struct QpConsts {
   shm::SharedQp* shared = nullptr;
   uint32_t qp_slot = 0;
   uint32_t qpn = 0;
+  uint32_t wire_src_qpn = 0;  // UD: the datagrams' source QP when not `qpn` (1: the GSI agent)
   uint8_t qp_type = IBV_QPT_RC;
   uint32_t pd_id = 0;
   uint32_t send_cq = 0;  // CQ slot

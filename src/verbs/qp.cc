@@ -89,12 +89,17 @@ Result<Qp*> Qp::create(Context* ctx, ibv_qp_init_attr_ex* a) {
   constexpr uint32_t kKnownMask = IBV_QP_INIT_ATTR_PD | IBV_QP_INIT_ATTR_XRCD | IBV_QP_INIT_ATTR_SEND_OPS_FLAGS |
                                   IBV_QP_INIT_ATTR_CREATE_FLAGS;
   if ((a->comp_mask & ~kKnownMask) != 0) return Status::error(EOPNOTSUPP);
-  // Of the creation flags only the one that keeps a UD QP's multicasts from
+  // Of the creation flags: the one that keeps a UD QP's multicasts from
   // itself (as mlx5 does; without it a QP attached to the group receives its
-  // own sends, as on mlx4/mlx5 by default).
+  // own sends, as on mlx4/mlx5 by default), and a source QPN of 1 for a UD
+  // QP: the process's GSI agent (the RDMA CM's), whose datagrams leave as
+  // QP1's and to which QP1's are routed (src/shm/gsi_table.h).
   const uint32_t create_flags = (a->comp_mask & IBV_QP_INIT_ATTR_CREATE_FLAGS) ? a->create_flags : 0;
-  if ((create_flags & ~IBV_QP_CREATE_BLOCK_SELF_MCAST_LB) != 0 || (create_flags != 0 && a->qp_type != IBV_QPT_UD))
+  constexpr uint32_t kKnownFlags = IBV_QP_CREATE_BLOCK_SELF_MCAST_LB | IBV_QP_CREATE_SOURCE_QPN;
+  if ((create_flags & ~kKnownFlags) != 0 || (create_flags != 0 && a->qp_type != IBV_QPT_UD))
     return Status::error(EOPNOTSUPP);
+  const bool gsi_agent = (create_flags & IBV_QP_CREATE_SOURCE_QPN) != 0;
+  if (gsi_agent && a->source_qpn != 1) return Status::error(EINVAL);
   const ibv_qp_type type = a->qp_type;
   if (type != IBV_QPT_RC && type != IBV_QPT_UC && type != IBV_QPT_UD && type != IBV_QPT_XRC_SEND &&
       type != IBV_QPT_XRC_RECV)
@@ -228,6 +233,7 @@ Result<Qp*> Qp::create(Context* ctx, ibv_qp_init_attr_ex* a) {
   c.shared = &s;
   c.qp_slot = qp->slot_;
   c.qpn = s.qpn;
+  c.wire_src_qpn = gsi_agent ? 1 : 0;
   c.qp_type = s.qp_type;
   c.pd_id = s.pd_id;
   c.send_cq = s.send_cq;

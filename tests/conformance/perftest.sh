@@ -24,7 +24,7 @@ cleanup() {
     kill -KILL "$server" 2>/dev/null || true
     wait "$server" 2>/dev/null || true
   fi
-  rm -rf "$SOFTVERBS_DEVICE_PATH" "$SOFTVERBS_DEVICE_PATH.sysfs"
+  rm -rf "$SOFTVERBS_DEVICE_PATH" "$SOFTVERBS_DEVICE_PATH.sysfs" "$SOFTVERBS_DEVICE_PATH.cm"
   rm -rf "$work"
 }
 trap cleanup EXIT
@@ -42,15 +42,28 @@ if [ -n "${SOFTVERBS_PERFTEST_ROCE_PORT:-}" ]; then
 fi
 common=(-d "$device" -p "$port" "$@")
 
-timeout 120 "$tool" "${common[@]}" >"$work/server.out" 2>&1 &
+timeout 120 stdbuf -o0 "$tool" "${common[@]}" >"$work/server.out" 2>&1 &
 server=$!
-# perftest's client does not retry the TCP connect: retry until the server
-# listens, but never rerun a client that got further than that.
+# With -R, start the client once the server listens: perftest's client does
+# not survive a reject (it goes on with the id it destroyed).
+case " $* " in
+  *" -R "*)
+    for _ in $(seq 200); do
+      grep -q 'Waiting for client to connect' "$work/server.out" 2>/dev/null && break
+      kill -0 "$server" 2>/dev/null || break
+      sleep 0.05
+    done
+    sleep 0.3
+    ;;
+esac
+# perftest's client does not retry the TCP connect (or, with -R, the RDMA CM
+# connect, rejected while nobody listens: REJ reason 8): retry until the
+# server listens, but never rerun a client that got further than that.
 rc=0
 for _ in $(seq 100); do
   rc=0
   timeout 120 "$tool" "${common[@]}" localhost >"$work/client.out" 2>&1 || rc=$?
-  if [ $rc -ne 0 ] && grep -q "Couldn't connect" "$work/client.out" && kill -0 "$server" 2>/dev/null; then
+  if [ $rc -ne 0 ] && grep -qE "Couldn't connect|Unexpected CM event bl blka 8$|RDMA_CM_EVENT_REJECTED; error: 8" "$work/client.out" && kill -0 "$server" 2>/dev/null; then
     sleep 0.1
   else
     break

@@ -5,7 +5,11 @@ Usage: include_graph.py [REPO_ROOT]   (default: two folders above this script)
 
 Top to bottom:
 
-    abi/       the C ABI; nothing outside abi/ includes it
+    abi/       the C ABI; nothing outside abi/ includes it. abi/rdmacm
+               (librdmacm.so.1) includes only cm, wire and util: it is a
+               separate library over the public verbs
+    cm/        the RDMA CM engine: wire, util and shm/gsi_table.h only (it
+               reaches the device through <infiniband/verbs.h>, never verbs/)
     verbs/     may include transport, wire, shm, util, and of fabric/ only its
                face (fabric/fabrics.h, fabric/device_host.h) -- never a
                fabric; the port's configuration is the verbs layer's own
@@ -49,6 +53,8 @@ FABRIC_COMMON = "fabric-common"  # fabrics.h, device_host.h, fault/
 ALLOWED = {
     "abi": {"mad", "verbs", "transport", "wire", "shm", "util"},
     "mad": {"verbs", "wire", "shm", "util"},
+    "abi/rdmacm": {"cm", "wire", "util"},
+    "cm": {"wire", "util"},
     "verbs": {"transport", "wire", "shm", "util"},
     FABRIC_COMMON: {"transport", "wire", "shm", "util"},
     "fabric/host": {FABRIC_COMMON, "transport", "wire", "shm", "util"},
@@ -69,6 +75,8 @@ FABRICS = {"fabric/fabrics.h", "fabric/device_host.h"}
 ALLOWED_FILES = {
     "abi": FABRICS,
     "verbs": FABRICS,
+    # The table QP1's datagrams are routed by, which the CM fills.
+    "cm": {"shm/gsi_table.h"},
 }
 
 
@@ -77,6 +85,8 @@ def component(rel):
     parts = rel.split("/")
     if rel == "fabric/fabrics.cc":
         return "fabric-registry"
+    if rel.startswith("abi/rdmacm/"):
+        return "abi/rdmacm"
     if parts[0] == "fabric":
         if len(parts) > 2 and parts[1] in ("host", "udp", "fake"):
             return "fabric/" + parts[1]

@@ -6,16 +6,19 @@
 #include "fabric/host/host_faults.h"
 #include "fabric/host/peer_memory.h"
 #include "fabric/fabrics.h"
+#include "fabric/gsi_route.h"
 #include "shm/mcast_groups.h"
 #include "shm/process_registry.h"
 #include "shm/rings.h"
 #include "transport/completer.h"
+#include "transport/iov.h"
 #include "transport/qp_types.h"
 #include "transport/requester.h"
 #include "transport/mem_ops.h"
 #include "transport/responder.h"
 #include "transport/wr_opcode_table.h"
 #include "util/log.h"
+#include "wire/cm_mad.h"
 #include "wire/psn.h"
 #include "wire/ud_grh.h"
 
@@ -81,6 +84,22 @@ struct Target {
   out->local = out->owner == s.qp.self;
   if (!out->local && !shm::process_alive(seg, out->owner)) return "the QP's process is gone";
   return nullptr;
+}
+
+// QP1 is shared by the processes of the port: the MAD a datagram to it
+// carries says whose GSI agent it is for (src/fabric/gsi_route.h).
+uint32_t gsi_agent_for(const shm::Segment& seg, const transport::IoList& payload) {
+  uint8_t mad[wire::cm::kMadBytes];
+  if (payload.bytes < sizeof mad) return 0;
+  transport::IoCursor cur(payload);
+  size_t got = 0;
+  while (got < sizeof mad) {
+    const iovec piece = cur.next(sizeof mad - got);
+    if (piece.iov_len == 0) break;
+    std::memcpy(mad + got, piece.iov_base, piece.iov_len);
+    got += piece.iov_len;
+  }
+  return fabric::gsi_route(seg.path(), {mad, got});
 }
 
 // IBA Annex A14: an XRC request reaches the memory of the XRC SRQ's owner,
@@ -269,7 +288,8 @@ ibv_wc_status HostFabric::transmit(transport::SendSide& s, transport::SendWqe& w
   shm::Segment& seg = *s.qp.seg;
   const bool ud = s.qp.qp_type == IBV_QPT_UD;
   const ibv_ah_attr& ah = ud ? *w.ah : s.conn.ah;
-  const uint32_t dest_qpn = ud ? w.remote_qpn : s.conn.dest_qpn;
+  uint32_t dest_qpn = ud ? w.remote_qpn : s.conn.dest_qpn;
+  if (ud && dest_qpn == wire::cm::kGsiQpn) dest_qpn = gsi_agent_for(seg, list);
   shm::QpCounters& counts = s.qp.shared->counters;
   if (w.placed != 0) {
     // Carried out at post: only its answer is left to report.
@@ -308,7 +328,7 @@ ibv_wc_status HostFabric::transmit(transport::SendSide& s, transport::SendWqe& w
   req.psn = w.psn;
   req.packets = w.packets;
   req.dest_qpn = dest_qpn;
-  req.src_qpn = s.qp.qpn;
+  req.src_qpn = ud && s.qp.wire_src_qpn != 0 ? s.qp.wire_src_qpn : s.qp.qpn;
   req.slid = seg.header().lid;
   req.imm = w.imm_data;
   req.has_inv = op->has_inv;

@@ -13,10 +13,12 @@
 #include <memory>
 
 #include "fabric/fabrics.h"
+#include "fabric/gsi_route.h"
 #include "fabric/udp/sockaddr.h"
 #include "transport/responder.h"
 #include "transport/qp_types.h"
 #include "util/log.h"
+#include "wire/cm_mad.h"
 #include "wire/icrc.h"
 
 namespace softverbs::fabric::udp {
@@ -396,7 +398,10 @@ void UdpFabric::on_datagram(const Endpoint& ep, const Peer& from, std::span<cons
     c.icrc_errors.fetch_add(1, std::memory_order_relaxed);
     return;
   }
-  const int slot = transport::qp_slot_of(host_->seg(), v.bth().dest_qp);
+  uint32_t dest_qp = v.bth().dest_qp;
+  // QP1 is shared by the device's processes: the MAD says whose agent it is for.
+  if (dest_qp == wire::cm::kGsiQpn && v.has(wire::Header::kDeth)) dest_qp = gsi_route(host_->seg().path(), v.payload());
+  const int slot = transport::qp_slot_of(host_->seg(), dest_qp);
   if (slot < 0) {
     c.unknown_qp_packets.fetch_add(1, std::memory_order_relaxed);
     return;

@@ -1,0 +1,133 @@
+#include "cm/address.h"
+
+#include <arpa/inet.h>
+#include <ifaddrs.h>
+#include <netinet/in.h>
+
+#include <cstring>
+
+namespace softverbs::cm {
+
+shm::TableAddr table_addr(const sockaddr* sa) {
+  shm::TableAddr a;
+  a.family = static_cast<uint8_t>(sa->sa_family);
+  if (sa->sa_family == AF_INET) {
+    std::memcpy(a.bytes.data() + 12, &reinterpret_cast<const sockaddr_in*>(sa)->sin_addr, 4);
+  } else if (sa->sa_family == AF_INET6) {
+    std::memcpy(a.bytes.data(), &reinterpret_cast<const sockaddr_in6*>(sa)->sin6_addr, 16);
+  }
+  return a;
+}
+
+bool is_wildcard(const sockaddr* sa) { return table_addr(sa).wildcard(); }
+
+uint16_t port_of(const sockaddr* sa) {
+  if (sa->sa_family == AF_INET) return ntohs(reinterpret_cast<const sockaddr_in*>(sa)->sin_port);
+  if (sa->sa_family == AF_INET6) return ntohs(reinterpret_cast<const sockaddr_in6*>(sa)->sin6_port);
+  return 0;
+}
+
+void set_port(sockaddr* sa, uint16_t port) {
+  if (sa->sa_family == AF_INET) reinterpret_cast<sockaddr_in*>(sa)->sin_port = htons(port);
+  if (sa->sa_family == AF_INET6) reinterpret_cast<sockaddr_in6*>(sa)->sin6_port = htons(port);
+}
+
+socklen_t sockaddr_len(const sockaddr* sa) {
+  return sa->sa_family == AF_INET6 ? sizeof(sockaddr_in6) : sizeof(sockaddr_in);
+}
+
+ibv_gid gid_of(const sockaddr* sa) {
+  ibv_gid g{};
+  if (sa->sa_family == AF_INET) {
+    g.raw[10] = 0xff;
+    g.raw[11] = 0xff;
+    std::memcpy(g.raw + 12, &reinterpret_cast<const sockaddr_in*>(sa)->sin_addr, 4);
+  } else if (sa->sa_family == AF_INET6) {
+    std::memcpy(g.raw, &reinterpret_cast<const sockaddr_in6*>(sa)->sin6_addr, 16);
+  }
+  return g;
+}
+
+namespace {
+
+bool loopback(const sockaddr* sa) {
+  if (sa->sa_family == AF_INET) {
+    return (ntohl(reinterpret_cast<const sockaddr_in*>(sa)->sin_addr.s_addr) >> 24) == 127;
+  }
+  if (sa->sa_family == AF_INET6) {
+    const auto* a6 = &reinterpret_cast<const sockaddr_in6*>(sa)->sin6_addr;
+    if (IN6_IS_ADDR_LOOPBACK(a6)) return true;
+    if (IN6_IS_ADDR_V4MAPPED(a6)) return a6->s6_addr[12] == 127;
+  }
+  return false;
+}
+
+bool host_address(const sockaddr* sa) {
+  if (loopback(sa)) return true;
+  ifaddrs* list = nullptr;
+  if (getifaddrs(&list) != 0) return false;
+  bool found = false;
+  const shm::TableAddr want = table_addr(sa);
+  for (ifaddrs* i = list; i != nullptr && !found; i = i->ifa_next) {
+    if (i->ifa_addr == nullptr || i->ifa_addr->sa_family != sa->sa_family) continue;
+    found = table_addr(i->ifa_addr) == want;
+  }
+  freeifaddrs(list);
+  return found;
+}
+
+bool owns_gid(const Device* d, const sockaddr* sa) {
+  const ibv_gid g = gid_of(sa);
+  return std::memcmp(g.raw, d->gid.raw, 16) == 0;
+}
+
+}  // namespace
+
+Device* device_of_local(const std::vector<Device*>& devs, const sockaddr* sa) {
+  for (Device* d : devs) {
+    if (d->roce && owns_gid(d, sa)) return d;
+  }
+  if (host_address(sa)) {
+    for (Device* d : devs) {
+      if (!d->roce) return d;
+    }
+  }
+  return nullptr;
+}
+
+Device* device_for_dest(const std::vector<Device*>& devs, const sockaddr* dst) {
+  for (Device* d : devs) {
+    if (d->roce && owns_gid(d, dst)) return d;
+  }
+  if (host_address(dst)) {
+    for (Device* d : devs) {
+      if (!d->roce) return d;
+    }
+  }
+  for (Device* d : devs) {
+    if (d->roce) return d;
+  }
+  return nullptr;
+}
+
+void source_for(const Device* dev, const sockaddr* dst, sockaddr_storage* out) {
+  std::memset(out, 0, sizeof *out);
+  if (dev->roce) {
+    const bool v4 = IN6_IS_ADDR_V4MAPPED(reinterpret_cast<const in6_addr*>(dev->gid.raw));
+    if (v4) {
+      auto* s = reinterpret_cast<sockaddr_in*>(out);
+      s->sin_family = AF_INET;
+      std::memcpy(&s->sin_addr, dev->gid.raw + 12, 4);
+    } else {
+      auto* s = reinterpret_cast<sockaddr_in6*>(out);
+      s->sin6_family = AF_INET6;
+      std::memcpy(&s->sin6_addr, dev->gid.raw, 16);
+    }
+    return;
+  }
+  // The host device: a local destination is reached from itself.
+  std::memcpy(out, dst, sockaddr_len(dst));
+  set_port(reinterpret_cast<sockaddr*>(out), 0);
+}
+
+}  // namespace softverbs::cm

@@ -1,0 +1,215 @@
+#!/usr/bin/env bash
+# The RDMA CM between two network namespaces on softverbs_roce0: Debian's
+# rdmacm-utils, unmodified, through our librdmacm.so.1, and the CM's wire.
+#   cm.sh <dir of librdmacm.so.1> <scenario>
+#   rping      rping -s / -c -C 10 -v across the veth pair (IPv4)
+#   capture    rping -C 2, captured with dumpcap on namespace A's veth:
+#              tshark dissects REQ, REP, RTU, DREQ and DREP as InfiniBand CM
+#              MADs (class 0x07, UD to QP1, Q_Key 0x80010000, source QP 1),
+#              the REQ's private data as IP CM data naming both addresses
+#              and the port, nothing malformed and no expert warning;
+#              icrc_check.py recomputes every ICRC; then udaddy: SIDR_REQ
+#              and SIDR_REP likewise
+#   ucmatose   ucmatose, 4 connections; udaddy: 2 SIDR resolutions
+#   udaddy     (datagrams both ways on each side: "return status 0")
+#   perftest   ib_write_bw -R, and ib_send_lat -R -c UD (SIDR)
+#   rping-v6   rping over IPv6 addresses (IPv6 CMA header, GRHs)
+#   loss       ucmatose -c 20 with 5 % of every datagram lost both ways
+#              (SOFTVERBS_FAULTS): CM retries and duplicates, still connects
+#   shared-address  two rping servers on one RoCE address (one process owns
+#              the UDP port and forwards): a client reaches each, its REQ
+#              routed by service ID to the second process's CM agent
+#   peer-exits a client (tests/cm/exit_connected, the 3rd argument) exits
+#              while connected to an rping server on the other host: the
+#              server gets DISCONNECTED at once (the DREQ sent at exit)
+#   no-listener  a client to a port nobody listens on in the other
+#              namespace: RDMA_CM_EVENT_REJECTED (status 8), promptly
+set -euo pipefail
+here=$(cd "$(dirname "$0")" && pwd)
+lib=$(realpath "$1")
+scenario=$2
+for tool in rping dumpcap tshark; do
+  command -v "$tool" > /dev/null || { echo "SKIP: $tool is not installed (scripts/deps.sh)"; exit 77; }
+done
+. "$here/netns.sh"
+netns_up
+work=$(mktemp -d)
+cleanup() {
+  netns_down
+  rm -rf "$work" /dev/shm/softverbs-itest-cm-$$-*
+}
+trap cleanup EXIT
+fail() { echo "FAIL: $*" >&2; exit 1; }
+
+env_a=(LD_LIBRARY_PATH="$lib" SOFTVERBS_ROCE_ADDR="$ADDR_A" SOFTVERBS_DEVICE_PATH=/dev/shm/softverbs-itest-cm-$$-a)
+env_b=(LD_LIBRARY_PATH="$lib" SOFTVERBS_ROCE_ADDR="$ADDR_B" SOFTVERBS_DEVICE_PATH=/dev/shm/softverbs-itest-cm-$$-b)
+port=7174
+
+# rping_pair <count>: server in A, client in B (retried while nobody listens yet).
+rping_pair() {
+  local count=$1
+  spawn in_a env "${env_a[@]}" timeout 60 rping -s -a "$ADDR_A" -p $port -C "$count" -v > "$work/server.out" 2>&1
+  local server=${NETNS_PIDS[-1]} ok=0
+  for _ in $(seq 100); do
+    if in_b env "${env_b[@]}" timeout 60 rping -c -a "$ADDR_A" -p $port -C "$count" -v > "$work/client.out" 2>&1; then
+      ok=1
+      break
+    fi
+    grep -q 'RDMA_CM_EVENT_REJECTED, error 8' "$work/client.out" || break
+    sleep 0.1
+  done
+  [ $ok = 1 ] || fail "rping client: $(cat "$work/client.out")"
+  wait "$server" || fail "rping server: $(cat "$work/server.out")"
+  [ "$(grep -c '^ping data: rdma-ping-' "$work/client.out")" -eq "$count" ] || fail "client: $(cat "$work/client.out")"
+  [ "$(grep -c '^server ping data: rdma-ping-' "$work/server.out")" -eq "$count" ] || fail "server: $(cat "$work/server.out")"
+}
+
+# pair <name> <retry pattern> <success pattern> <server command> -- <client command>:
+# server in A, client in B; the client is rerun while its output matches
+# the retry pattern (nobody listens yet), and both must print the success
+# pattern and exit 0.
+pair() {
+  local name=$1 retry=$2 ok=$3
+  shift 3
+  local server_cmd=() client_cmd=()
+  while [ "$1" != -- ]; do server_cmd+=("$1"); shift; done
+  shift
+  client_cmd=("$@")
+  spawn in_a env "${env_a[@]}" timeout 60 stdbuf -o0 "${server_cmd[@]}" > "$work/server.out" 2>&1
+  local server=${NETNS_PIDS[-1]}
+  # Start the client once the server says it waits (READY, a pattern of its
+  # output), then a little more for its listen: perftest's client does not
+  # survive an early reject (it reuses the id it destroyed).
+  if [ -n "${READY:-}" ]; then
+    for _ in $(seq 200); do grep -qE "$READY" "$work/server.out" && break; sleep 0.05; done
+    sleep 0.3
+  else
+    sleep 0.2
+  fi
+  for _ in $(seq 100); do
+    in_b env "${env_b[@]}" timeout 60 "${client_cmd[@]}" > "$work/client.out" 2>&1 && break
+    grep -qE "$retry" "$work/client.out" || fail "$name client: $(cat "$work/client.out")"
+    sleep 0.1
+  done
+  grep -qE "$ok" "$work/client.out" || fail "$name client: $(cat "$work/client.out")"
+  wait "$server" || fail "$name server: $(cat "$work/server.out")"
+  grep -qE "$ok" "$work/server.out" || fail "$name server: $(cat "$work/server.out")"
+  echo "$name over softverbs_roce0, $ADDR_B -> $ADDR_A: passed"
+}
+
+case $scenario in
+  shared-address)
+    spawn in_a env "${env_a[@]}" timeout 60 rping -s -a "$ADDR_A" -p 7001 -C 3 -v > "$work/s1.out" 2>&1
+    s1=${NETNS_PIDS[-1]}
+    sleep 0.3  # the first takes the UDP port
+    spawn in_a env "${env_a[@]}" timeout 60 rping -s -a "$ADDR_A" -p 7002 -C 3 -v > "$work/s2.out" 2>&1
+    s2=${NETNS_PIDS[-1]}
+    for p in 7002 7001; do
+      ok=0
+      for _ in $(seq 100); do
+        if in_b env "${env_b[@]}" timeout 30 rping -c -a "$ADDR_A" -p $p -C 3 -v > "$work/c$p.out" 2>&1; then ok=1; break; fi
+        grep -q 'RDMA_CM_EVENT_REJECTED, error 8' "$work/c$p.out" || break
+        sleep 0.1
+      done
+      [ $ok = 1 ] || fail "client to port $p: $(cat "$work/c$p.out")"
+      grep -q 'rdma-ping-2: ' "$work/c$p.out" || fail "client to port $p: $(cat "$work/c$p.out")"
+    done
+    wait "$s1" || fail "server 1: $(cat "$work/s1.out")"
+    wait "$s2" || fail "server 2: $(cat "$work/s2.out")"
+    echo "two rping servers on $ADDR_A (one forwarding for the other): both reached"
+    ;;
+  peer-exits)
+    helper=$3
+    spawn in_a env "${env_a[@]}" timeout 60 rping -s -a "$ADDR_A" -p $port > "$work/server.out" 2>&1
+    server=${NETNS_PIDS[-1]}
+    for _ in $(seq 100); do
+      in_b env "${env_b[@]}" timeout 30 "$helper" "$ADDR_A" $port > "$work/client.out" 2>&1 && break
+      grep -q 'REJECTED, status 8' "$work/client.out" || fail "client: $(cat "$work/client.out")"
+      sleep 0.1
+    done
+    grep -q connected "$work/client.out" || fail "client: $(cat "$work/client.out")"
+    start=$(date +%s%N)
+    for _ in $(seq 100); do kill -0 "$server" 2> /dev/null || break; sleep 0.05; done
+    ms=$(( ($(date +%s%N) - start) / 1000000 ))
+    kill -0 "$server" 2> /dev/null && fail "the server still waits ${ms} ms after its client exited"
+    wait "$server" || true
+    grep -q 'server DISCONNECT EVENT' "$work/server.out" || fail "server: $(cat "$work/server.out")"
+    echo "client exited connected: the server on the other host got DISCONNECTED within $ms ms"
+    ;;
+  rping-v6)
+    env_a=(LD_LIBRARY_PATH="$lib" SOFTVERBS_ROCE_ADDR="$ADDR6_A" SOFTVERBS_DEVICE_PATH=/dev/shm/softverbs-itest-cm-$$-a)
+    env_b=(LD_LIBRARY_PATH="$lib" SOFTVERBS_ROCE_ADDR="$ADDR6_B" SOFTVERBS_DEVICE_PATH=/dev/shm/softverbs-itest-cm-$$-b)
+    pair "rping (IPv6)" 'RDMA_CM_EVENT_REJECTED, error 8' 'rdma-ping-9: ' rping -s -a "$ADDR6_A" -C 10 -v -- rping -c -a "$ADDR6_A" -C 10 -v
+    ;;
+  loss)
+    env_a+=(SOFTVERBS_FAULTS=loss=0.05,seed=3)
+    env_b+=(SOFTVERBS_FAULTS=loss=0.05,seed=5)
+    pair "ucmatose -c 20, 5 % loss" 'RDMA_CM_EVENT_REJECTED, error: 8' 'return status 0' ucmatose -c 20 -- ucmatose -s "$ADDR_A" -c 20
+    ;;
+  ucmatose)
+    pair ucmatose 'RDMA_CM_EVENT_REJECTED, error: 8' 'return status 0' ucmatose -c 4 -- ucmatose -s "$ADDR_A" -c 4
+    ;;
+  udaddy)
+    pair udaddy 'RDMA_CM_EVENT_UNREACHABLE, error: 1' 'return status 0' udaddy -c 2 -- udaddy -s "$ADDR_A" -c 2
+    ;;
+  perftest)
+    command -v ib_write_bw > /dev/null || { echo "SKIP: perftest is not installed"; exit 77; }
+    pt=(-d softverbs_roce0 -R -x 0 -n 100)
+    READY='Waiting for client to connect' pair "ib_write_bw -R" 'Unexpected CM event bl blka 8$' '^ 65536 +100 ' \
+      ib_write_bw "${pt[@]}" -- ib_write_bw "${pt[@]}" "$ADDR_A"
+    READY='Waiting for client to connect' pair "ib_send_lat -R -c UD" 'RDMA_CM_EVENT_UNREACHABLE; error: 1\.' '^ 2 +100 ' \
+      ib_send_lat "${pt[@]}" -c UD -- ib_send_lat "${pt[@]}" -c UD "$ADDR_A"
+    ;;
+  rping)
+    rping_pair 10
+    echo "rping over softverbs_roce0, $ADDR_B -> $ADDR_A: 10 pings verified on both sides"
+    ;;
+  no-listener)
+    start=$(date +%s%N)
+    if in_b env "${env_b[@]}" timeout 30 rping -c -a "$ADDR_A" -p $port -C 1 > "$work/client.out" 2>&1; then
+      fail "connected to nobody: $(cat "$work/client.out")"
+    fi
+    ms=$(( ($(date +%s%N) - start) / 1000000 ))
+    # Nobody in A runs a CM agent: the REQ finds no QP1 agent there and is
+    # lost; the client retries it and gives up (UNREACHABLE) -- or, with an
+    # agent in A, is rejected (8).
+    spawn in_a env "${env_a[@]}" timeout 60 rping -s -a "$ADDR_A" -p $((port + 1)) -C 1 > "$work/server.out" 2>&1
+    sleep 0.5
+    in_b env "${env_b[@]}" timeout 30 rping -c -a "$ADDR_A" -p $port -C 1 > "$work/client2.out" 2>&1 && fail "connected to nobody"
+    grep -q 'RDMA_CM_EVENT_REJECTED, error 8' "$work/client2.out" || fail "expected REJECTED (8): $(cat "$work/client2.out")"
+    grep -qE 'RDMA_CM_EVENT_(UNREACHABLE|REJECTED)' "$work/client.out" || fail "expected UNREACHABLE: $(cat "$work/client.out")"
+    echo "no agent in A: $(grep -oE 'RDMA_CM_EVENT_[A-Z_]+' "$work/client.out" | head -1) after $ms ms; an agent but no listener on the port: REJECTED (8)"
+    ;;
+  capture)
+    pcap=$work/cm.pcap
+    ip netns exec "$NETNS_A" timeout 60 dumpcap -i "va-$$" -f "udp port 4791" -P -w "$pcap" > "$work/dumpcap.out" 2>&1 &
+    cap=$!
+    NETNS_PIDS+=("$cap")
+    for _ in $(seq 100); do
+      grep -qs "^Capturing on" "$work/dumpcap.out" && break
+      sleep 0.05
+    done
+    grep -q "^Capturing on" "$work/dumpcap.out" || fail "dumpcap did not start: $(cat "$work/dumpcap.out")"
+    rping_pair 2
+    pair udaddy 'RDMA_CM_EVENT_UNREACHABLE, error: 1' 'return status 0' udaddy -c 1 -C 2 -- udaddy -s "$ADDR_A" -c 1 -C 2
+    sleep 0.6  # dumpcap hands packets over in 250 ms blocks
+    kill -INT "$cap"
+    wait "$cap" || true
+    ts() { tshark -n "$@" 2> /dev/null; }
+    bad=$(ts -r "$pcap" -Y '_ws.malformed || _ws.expert.severity >= "Warning"')
+    [ -z "$bad" ] || fail "malformed or expert warnings: $bad"
+    for attr in 0x0010:REQ 0x0013:REP 0x0014:RTU 0x0015:DREQ 0x0016:DREP 0x0017:SIDR_REQ 0x0018:SIDR_REP; do
+      n=$(ts -r "$pcap" -Y "infiniband.mad.mgmtclass == 0x07 && infiniband.mad.attributeid == ${attr%%:*} && infiniband.bth.destqp == 1 && infiniband.deth.srcqp == 1 && infiniband.deth.q_key == 0x80010000" | wc -l)
+      [ "$n" -ge 1 ] || fail "no ${attr#*:} (attribute ${attr%%:*}) to QP1 in the capture"
+      echo "${attr#*:}: $n"
+    done
+    ipcm=$(ts -r "$pcap" -Y 'infiniband.cm.req.ip_cm' -T fields -e infiniband.cm.req.ip_cm.sip4 -e infiniband.cm.req.ip_cm.dip4 -e infiniband.cm.req.ip_cm.ipv | sort -u)
+    [ "$ipcm" = "$ADDR_B	$ADDR_A	0x04" ] || fail "REQ's IP CM data: '$ipcm'"
+    echo "REQ's IP CM data: $ipcm"
+    timeout 120 /usr/bin/python3 "$here/icrc_check.py" "$pcap" || fail "ICRC check"
+    ;;
+  *)
+    echo "unknown scenario $scenario" >&2
+    exit 2
+    ;;
+esac

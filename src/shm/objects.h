@@ -78,6 +78,8 @@ struct PortCounters {
   std::atomic<uint64_t> faults_reordered;
   std::atomic<uint64_t> faults_corrupted;
   std::atomic<uint64_t> faults_delayed;
+  // Requests whose SL the port maps to VL15 (transport/vl.h), never sent.
+  std::atomic<uint64_t> sl_vl15_discards;
 };
 
 struct alignas(64) ProcessSlot {

@@ -7,6 +7,7 @@
 #include "transport/link.h"
 #include "transport/local_sges.h"
 #include "transport/mw_ops.h"
+#include "transport/vl.h"
 #include "transport/wr_opcode_table.h"
 #include "wire/psn.h"
 
@@ -47,6 +48,11 @@ bool fenced(const SendSide& s, const SendWqe& w) {
     if (st != IBV_WC_SUCCESS) return st;
   }
   if (writes_local && op.kind != ReqKind::kRead && local.bytes < 8) return IBV_WC_LOC_LEN_ERR;  // an atomic's result
+  // A WQE placed at post was checked there (Qp::post_send).
+  if (w.placed == 0 && discarded_on_vl15(s, s.qp.qp_type == IBV_QPT_UD ? w.ah->sl : s.conn.ah.sl)) [[unlikely]] {
+    s.qp.notifier->port_counters().sl_vl15_discards.fetch_add(1, std::memory_order_relaxed);
+    return IBV_WC_SUCCESS;  // lost on the way: RC's timer retries, UC/UD complete
+  }
   return s.conn.link->transmit(s, w, local, from_psn);
 }
 

@@ -48,6 +48,14 @@ struct QpConsts {
   shm::OwnerId self;
 };
 
+// The VL of the SL last sent on, and the table generation it was read at
+// (transport/vl.h).
+struct VlCache {
+  uint32_t generation = ~0u;
+  uint8_t sl = 0xff;
+  uint8_t vl = 0;
+};
+
 // The connection, as modify_qp sets it (query_qp reads it back from here).
 struct Connection {
   Link* link = nullptr;  // chosen at RTR from the address
@@ -59,6 +67,7 @@ struct Connection {
   uint8_t retry_cnt = 0;
   uint8_t rnr_retry = 0;
   uint8_t max_rd_atomic = 0;  // 0 counts as 1
+  VlCache vl_cache;
 };
 
 // The requester's progress beyond the send queue's `next`.

@@ -228,6 +228,42 @@ EOF
     if timeout 20 ibportstate 1 1 vls 5 >"$work/vls5" 2>&1; then fail "OperVLs VL0-14 accepted"; fi
     run portinfo smpquery portinfo 1
     expect "$work/portinfo" OperVLs VL0-1
+    # The data path: SL15 is on VL15, so its requests are discarded before
+    # they leave (PortXmitDiscards) and the RC requester retries until
+    # retry_cnt is spent; SL1 (VL1) flows. The server of the failed run
+    # never hears back: it is killed by PID.
+    command -v ibv_rc_pingpong >/dev/null || { echo "SKIP: ibverbs-utils is not installed"; exit 77; }
+    run before perfquery
+    pp_port=$(( 31000 + $$ % 15000 ))
+    while [ -n "$(ss -Hltn "( sport = :$pp_port )" 2>/dev/null)" ]; do pp_port=$((pp_port + 1)); done
+    timeout 30 ibv_rc_pingpong -d softverbs0 -p "$pp_port" -l 15 -n 10 >"$work/server15.out" 2>&1 &
+    server=$!
+    for _ in $(seq 100); do
+      rc=0
+      timeout 30 ibv_rc_pingpong -d softverbs0 -p "$pp_port" -l 15 -n 10 localhost >"$work/client15.out" 2>&1 || rc=$?
+      grep -q "Couldn't connect" "$work/client15.out" && kill -0 "$server" 2>/dev/null || break
+      sleep 0.1
+    done
+    [ $rc -ne 0 ] || fail "ibv_rc_pingpong on SL15 (VL15) succeeded"
+    grep -q "retry counter exceeded" "$work/client15.out" || { cat "$work/client15.out" >&2; fail "SL15: not retry exceeded"; }
+    kill -TERM "$server" 2>/dev/null || true
+    wait "$server" 2>/dev/null || true
+    server=
+    run after perfquery
+    discards=$(( $(field "$work/after" PortXmitDiscards) - $(field "$work/before" PortXmitDiscards) ))
+    [ $discards -ge 1 ] || fail "SL15's requests not counted in PortXmitDiscards"
+    pp_port=$((pp_port + 1))
+    timeout 30 ibv_rc_pingpong -d softverbs0 -p "$pp_port" -l 1 -n 10 >"$work/server1.out" 2>&1 &
+    server=$!
+    for _ in $(seq 100); do
+      rc=0
+      timeout 30 ibv_rc_pingpong -d softverbs0 -p "$pp_port" -l 1 -n 10 localhost >"$work/client1.out" 2>&1 || rc=$?
+      grep -q "Couldn't connect" "$work/client1.out" && kill -0 "$server" 2>/dev/null || break
+      sleep 0.1
+    done
+    [ $rc -eq 0 ] || { cat "$work/client1.out" >&2; fail "ibv_rc_pingpong on SL1 exited $rc"; }
+    wait "$server" || fail "ibv_rc_pingpong server on SL1 failed"
+    server=
     ;;
   *)
     fail "unknown scenario"

@@ -14,6 +14,7 @@
 #include "transport/requester.h"
 #include "transport/mem_ops.h"
 #include "transport/responder.h"
+#include "transport/vl.h"
 #include "transport/wr_opcode_table.h"
 #include "util/log.h"
 #include "wire/psn.h"
@@ -406,6 +407,8 @@ uint32_t HostFabric::place_at_post(transport::SendSide& s, const ibv_send_wr& wr
       (s.qp.qp_type != IBV_QPT_RC && s.qp.qp_type != IBV_QPT_UC) || faults().active())
     return 0;
   if (s.qp.shared->state.load(std::memory_order_acquire) != IBV_QPS_RTS || s.completer.rnr_wait) return 0;
+  // An SL on VL15 is discarded by the requester (transport/vl.h), never placed.
+  if (transport::discarded_on_vl15(s, s.conn.ah.sl)) return 0;
   shm::Segment& seg = *s.qp.seg;
   Target target;
   if (route(seg, s, s.conn.ah, s.conn.dest_qpn, &target) != nullptr) return 0;

@@ -48,14 +48,6 @@ struct QpConsts {
   shm::OwnerId self;
 };
 
-// The VL of the SL last sent on, and the table generation it was read at
-// (transport/vl.h).
-struct VlCache {
-  uint32_t generation = ~0u;
-  uint8_t sl = 0xff;
-  uint8_t vl = 0;
-};
-
 // The connection, as modify_qp sets it (query_qp reads it back from here).
 struct Connection {
   Link* link = nullptr;  // chosen at RTR from the address
@@ -67,15 +59,19 @@ struct Connection {
   uint8_t retry_cnt = 0;
   uint8_t rnr_retry = 0;
   uint8_t max_rd_atomic = 0;  // 0 counts as 1
-  VlCache vl_cache;
 };
 
 // The requester's progress beyond the send queue's `next`.
+// The VL of the path's SL and the table generation it was read at
+// (transport/vl.h) sit in the padding, so the struct keeps its size.
 struct RequesterState {
   uint32_t next_psn = 0;          // the PSN the next new WQE starts at (sq_psn)
+  uint8_t path_vl = 0;
   uint64_t resume_index = ~0ull;  // the WQE to resend from resume_psn rather than its first PSN
   uint32_t resume_psn = 0;
+  uint32_t path_vl_generation = ~0u;  // a new address vector clears it
 };
+static_assert(sizeof(RequesterState) == 24);
 
 // The completer's retry state and the QP's one deadline.
 struct CompleterState {

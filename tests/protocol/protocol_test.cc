@@ -464,7 +464,7 @@ TEST_F(ProtocolTest, SlMappedToVl15IsDiscardedUntilTheTableChanges) {
   EXPECT_EQ(shm::vl_of_sl(seg_->header(), 14), 6);
   t.sl_to_vl[15] = 7;
   shm::store_qos(seg_->header(), t);
-  EXPECT_EQ(transport::vl_of(side_, 15), 7);
+  EXPECT_EQ(transport::path_vl(side_), 7);
 }
 
 // A delayed ACK that finally arrives after the resend is a stale answer.

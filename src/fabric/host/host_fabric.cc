@@ -408,7 +408,7 @@ uint32_t HostFabric::place_at_post(transport::SendSide& s, const ibv_send_wr& wr
     return 0;
   if (s.qp.shared->state.load(std::memory_order_acquire) != IBV_QPS_RTS || s.completer.rnr_wait) return 0;
   // An SL on VL15 is discarded by the requester (transport/vl.h), never placed.
-  if (transport::discarded_on_vl15(s, s.conn.ah.sl)) return 0;
+  if (transport::path_vl(s) == shm::kVl15) return 0;
   shm::Segment& seg = *s.qp.seg;
   Target target;
   if (route(seg, s, s.conn.ah, s.conn.dest_qpn, &target) != nullptr) return 0;

@@ -264,6 +264,25 @@ EOF
     [ $rc -eq 0 ] || { cat "$work/client1.out" >&2; fail "ibv_rc_pingpong on SL1 exited $rc"; }
     wait "$server" || fail "ibv_rc_pingpong server on SL1 failed"
     server=
+    # UD: the AH's SL. The client's first SEND on SL15 is discarded, so
+    # neither side ever hears the other: both are stopped by timeout.
+    command -v ibv_ud_pingpong >/dev/null || { echo "SKIP: ibverbs-utils is not installed"; exit 77; }
+    run before perfquery
+    pp_port=$((pp_port + 1))
+    timeout 3 ibv_ud_pingpong -d softverbs0 -p "$pp_port" -l 15 -n 5 >"$work/udserver.out" 2>&1 &
+    server=$!
+    for _ in $(seq 20); do
+      rc=0
+      timeout 3 ibv_ud_pingpong -d softverbs0 -p "$pp_port" -l 15 -n 5 localhost >"$work/udclient.out" 2>&1 || rc=$?
+      grep -q "Couldn't connect" "$work/udclient.out" && kill -0 "$server" 2>/dev/null || break
+      sleep 0.1
+    done
+    [ $rc -eq 124 ] || { cat "$work/udclient.out" >&2; fail "ibv_ud_pingpong on SL15 exited $rc, expected a timeout"; }
+    wait "$server" 2>/dev/null || true
+    server=
+    run after perfquery
+    discards=$(( $(field "$work/after" PortXmitDiscards) - $(field "$work/before" PortXmitDiscards) ))
+    [ $discards -ge 1 ] || fail "UD SL15's SEND not counted in PortXmitDiscards"
     ;;
   *)
     fail "unknown scenario"

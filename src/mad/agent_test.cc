@@ -8,6 +8,7 @@
 
 #include "mad/mad_layout.h"
 #include "mad/pma_counters.h"
+#include "shm/port_qos.h"
 
 namespace softverbs::mad {
 namespace {
@@ -73,6 +74,29 @@ TEST_F(AgentTest, PmaCountsTheSegmentAndResetsForEveryReader) {
   seg_->header().port.xmit_bytes = 10100;
   c = pma_counters(*again.value());
   EXPECT_EQ(c.v[kXmitData], (10100u + 11 * 24) / 4 - (10000u + 10 * 24) / 4);
+}
+
+TEST_F(AgentTest, SmaSetStoresTheTablesForEveryProcess) {
+  const uint32_t generation = seg_->header().qos.generation.load();
+  std::array<uint8_t, kMadBytes> in{};
+  in[0] = 1;
+  in[1] = 0x01;
+  in[2] = 1;
+  in[3] = 0x02;
+  AttributeId::set(in.data(), 0x0017);
+  in[kSmpDataOffset + 7] = 0x0f;  // SL15 -> VL15, every other SL -> VL0
+  std::array<uint8_t, kMadBytes> out{};
+  ASSERT_EQ(answer_mad(*seg_, in.data(), in.size(), out.data()), Disposition::kRespond);
+  EXPECT_EQ(Status::get(out.data()), 0);
+  auto again = shm::Segment::open(path_);
+  ASSERT_TRUE(again.is_ok());
+  const shm::SegmentHeader& h = again.value()->header();
+  EXPECT_EQ(h.qos.generation.load(), generation + 1);
+  EXPECT_EQ(shm::vl_of_sl(h, 15), shm::kVl15);
+  EXPECT_EQ(shm::vl_of_sl(h, 7), 0);
+  // The same Set again changes nothing and leaves the generation alone.
+  answer_mad(*seg_, in.data(), in.size(), out.data());
+  EXPECT_EQ(h.qos.generation.load(), generation + 1);
 }
 
 TEST_F(AgentTest, ClassesWithoutAnAgentAreDropped) {

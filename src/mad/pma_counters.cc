@@ -32,8 +32,10 @@ void add(Totals& t, const shm::PortCounters& c) {
   // Packets the port received and could not use.
   t.rcv_errors += c.rcv_errors.load(std::memory_order_relaxed) + c.icrc_errors.load(std::memory_order_relaxed) +
                   c.malformed_packets.load(std::memory_order_relaxed);
-  // Packets that never left: the socket refused them or the fault injector dropped them.
-  t.xmit_discards += c.send_errors.load(std::memory_order_relaxed) + c.faults_dropped.load(std::memory_order_relaxed);
+  // Packets that never left: the socket refused them, the fault injector
+  // dropped them, or their SL maps to VL15.
+  t.xmit_discards += c.send_errors.load(std::memory_order_relaxed) + c.faults_dropped.load(std::memory_order_relaxed) +
+                     c.sl_vl15_discards.load(std::memory_order_relaxed);
   // A corrupted packet is what a bad symbol on a real link becomes.
   t.symbol_errors += c.faults_corrupted.load(std::memory_order_relaxed);
 }

@@ -37,6 +37,7 @@ PortView port_view(const shm::Segment& seg) {
   v.speed_ext_active = p.active_speed == 32 ? 2 : p.active_speed == 16 ? 1 : 0;
   v.mtu = static_cast<uint8_t>(p.active_mtu);
   v.vl_cap = p.max_vl_num;
+  v.qos = shm::load_qos(seg.header());
   v.subnet_timeout = p.subnet_timeout;
   v.ethernet = p.link_layer == IBV_LINK_LAYER_ETHERNET;
   // The same text as the sysfs tree's node_desc (abi/ibverbs/sysfs_tree.cc).

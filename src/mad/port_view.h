@@ -7,6 +7,7 @@
 
 #include <cstdint>
 
+#include "shm/port_qos.h"
 #include "shm/segment.h"
 
 namespace softverbs::mad {
@@ -30,7 +31,8 @@ struct PortView {
   uint8_t width_active = 2;       // IBA encoding: 1 = 1x, 2 = 4x
   uint8_t speed_ext_active = 2;   // 2 = 25.78125 Gb/s (EDR); 0 = none
   uint8_t mtu = 5;                // 5 = 4096
-  uint8_t vl_cap = 1;             // 1 = VL0 only (ibv_port_attr.max_vl_num)
+  uint8_t vl_cap = shm::kVlCap;   // as ibv_port_attr.max_vl_num: 4 = VL0-7
+  shm::QosTables qos = shm::default_qos();  // OperVLs, VLHighLimit, SL2VL, VLArb
   uint8_t subnet_timeout = 18;
   bool ethernet = false;          // a RoCE port: no subnet management
   char node_desc[64] = {};

@@ -1,5 +1,6 @@
 #include "mad/sma.h"
 
+#include <algorithm>
 #include <cstring>
 #include <initializer_list>
 
@@ -78,7 +79,6 @@ constexpr uint8_t kLinkDownPolling = 2;
 constexpr uint8_t kRespTimeValue = 16;
 constexpr uint8_t kSmStateMaster = 3;
 constexpr uint32_t kIsSm = 1u << 1;
-constexpr unsigned kVlArbCap = 8;  // entries per priority table
 constexpr unsigned kPKeysPerBlock = 32;
 
 // Fills the attribute's data; the status to answer with.
@@ -98,9 +98,14 @@ MadStatus fill_node_info(const PortView& p, uint8_t* d) {
   return MadStatus::kOk;
 }
 
+// A CA answers for the port the SMP arrived on (port 0) or names it. Bit 31
+// says the SM knows the extended speed fields (IBA 14.2.5.6; ibportstate
+// sets it), which this SMA always fills.
+constexpr uint32_t kSmSupportsExtendedSpeeds = 1u << 31;
+bool port_info_modifier_ok(uint32_t modifier) { return (modifier & ~kSmSupportsExtendedSpeeds) <= 1; }
+
 MadStatus fill_port_info(const PortView& p, uint32_t modifier, uint8_t* d) {
-  // A CA answers for the port the SMP arrived on (modifier 0) or names it.
-  if (modifier > 1) return MadStatus::kInvalidField;
+  if (!port_info_modifier_ok(modifier)) return MadStatus::kInvalidField;
   using namespace port_info;
   MKey::set(d, 0);
   GidPrefix::set(d, p.gid_prefix);
@@ -121,13 +126,13 @@ MadStatus fill_port_info(const PortView& p, uint32_t modifier, uint8_t* d) {
   NeighborMtu::set(d, p.mtu);
   MasterSmSl::set(d, p.sm_sl);
   VlCap::set(d, p.vl_cap);
-  VlHighLimit::set(d, 0);
-  VlArbHighCap::set(d, kVlArbCap);
-  VlArbLowCap::set(d, kVlArbCap);
+  VlHighLimit::set(d, p.qos.vl_high_limit);
+  VlArbHighCap::set(d, shm::kVlArbCap);
+  VlArbLowCap::set(d, shm::kVlArbCap);
   MtuCap::set(d, p.mtu);
   VlStallCount::set(d, 7);
   HoqLife::set(d, 31);
-  OperationalVls::set(d, p.vl_cap);
+  OperationalVls::set(d, p.qos.oper_vls);
   GuidCap::set(d, 1);
   SubnetTimeout::set(d, p.subnet_timeout);
   RespTimeValue::set(d, kRespTimeValue);
@@ -137,15 +142,17 @@ MadStatus fill_port_info(const PortView& p, uint32_t modifier, uint8_t* d) {
   return MadStatus::kOk;
 }
 
-// IBA 14.2.5.6 PortInfo Set. The port's state is the built-in SM's (the
-// segment header) and the data path's, so the SMA takes a Set that leaves
-// every writable field as it is or uses the encoding for "no change"
-// (C14-24.x: 0 for PortState, PortPhysicalState, LinkDownDefaultState,
-// OperationalVLs, the Enabled fields; 255/15/30 for "set to supported"),
-// and answers 0x1C, changing nothing, for any other value. Read-only fields
-// are ignored, as the IBA requires.
-MadStatus check_port_info_set(const PortView& p, uint32_t modifier, const uint8_t* in) {
-  if (modifier > 1) return MadStatus::kInvalidField;
+// IBA 14.2.5.6 PortInfo Set. LIDs, MTU, link state and speeds belong to the
+// built-in SM (the segment header) and the data path, so for those the SMA
+// takes a Set that leaves them as they are or uses the encoding for "no
+// change" (C14-24.x: 0 for PortState, PortPhysicalState,
+// LinkDownDefaultState, the Enabled fields; 255/15/30 for "set to
+// supported"), and answers 0x1C, changing nothing, for any other value.
+// OperationalVLs (1 up to VLCap; 0 keeps it) and VLHighLimit (any value) are
+// the QoS fields an SM programs: they go to `qos`. Read-only fields are
+// ignored, as the IBA requires.
+MadStatus check_port_info_set(const PortView& p, uint32_t modifier, const uint8_t* in, shm::QosTables* qos) {
+  if (!port_info_modifier_ok(modifier)) return MadStatus::kInvalidField;
   using namespace port_info;
   auto keeps = [](uint64_t v, uint64_t current, std::initializer_list<uint64_t> no_change) {
     if (v == current) return true;
@@ -153,6 +160,7 @@ MadStatus check_port_info_set(const PortView& p, uint32_t modifier, const uint8_
       if (v == n) return true;
     return false;
   };
+  const uint8_t oper_vls = static_cast<uint8_t>(OperationalVls::get(in));
   const bool ok = MKey::get(in) == 0 && MKeyLeasePeriod::get(in) == 0 && MKeyProtectBits::get(in) == 0 &&
                   GidPrefix::get(in) == p.gid_prefix && Lid::get(in) == p.lid && MasterSmLid::get(in) == p.sm_lid &&
                   Lmc::get(in) == p.lmc && MasterSmSl::get(in) == p.sm_sl &&
@@ -161,11 +169,13 @@ MadStatus check_port_info_set(const PortView& p, uint32_t modifier, const uint8_
                   keeps(PortPhysicalState::get(in), p.phys_state, {0}) &&
                   keeps(LinkDownDefaultState::get(in), kLinkDownPolling, {0}) &&
                   keeps(LinkSpeedEnabled::get(in), kLinkSpeed2_5, {0, 15}) &&
-                  keeps(NeighborMtu::get(in), p.mtu, {}) && keeps(VlHighLimit::get(in), 0, {}) &&
-                  keeps(OperationalVls::get(in), p.vl_cap, {0}) &&
+                  keeps(NeighborMtu::get(in), p.mtu, {}) && oper_vls <= p.vl_cap &&
                   keeps(SubnetTimeout::get(in), p.subnet_timeout, {}) &&
                   keeps(LinkSpeedExtEnabled::get(in), p.speed_ext_active == 0 ? 0 : kLinkSpeedExtFdrEdr, {0, 30, 31});
-  return ok ? MadStatus::kOk : MadStatus::kInvalidField;
+  if (!ok) return MadStatus::kInvalidField;
+  if (oper_vls != 0) qos->oper_vls = oper_vls;
+  qos->vl_high_limit = static_cast<uint8_t>(VlHighLimit::get(in));
+  return MadStatus::kOk;
 }
 
 MadStatus fill_guid_info(const PortView& p, uint32_t block, uint8_t* d) {
@@ -182,28 +192,68 @@ MadStatus fill_pkey_table(const PortView& p, uint32_t modifier, uint8_t* d) {
   return MadStatus::kOk;
 }
 
+// IBA 14.2.5.8: 16 SLs, 4 bits each, SL0 in the high nibble of byte 0. The
+// modifier names input and output ports on a switch; a CA ignores it.
 MadStatus fill_sl_to_vl(const PortView& p, uint8_t* d) {
-  // 16 SLs, 4 bits each; every SL maps to a VL the port has (VL0..VLCap-1).
-  const unsigned vls = p.vl_cap == 0 ? 1 : 1u << (p.vl_cap - 1);
   for (unsigned sl = 0; sl < 16; ++sl) {
-    const uint8_t vl = static_cast<uint8_t>(sl % vls);
+    const uint8_t vl = p.qos.sl_to_vl[sl];
     d[sl / 2] |= static_cast<uint8_t>(sl % 2 == 0 ? vl << 4 : vl);
   }
   return MadStatus::kOk;
 }
 
+// An SL may name an operational data VL or VL15 (its packets are discarded).
+MadStatus set_sl_to_vl(const uint8_t* in, shm::QosTables* qos) {
+  uint8_t vls[16];
+  for (unsigned sl = 0; sl < 16; ++sl) {
+    vls[sl] = sl % 2 == 0 ? in[sl / 2] >> 4 : in[sl / 2] & 0xf;
+    if (vls[sl] != shm::kVl15 && vls[sl] >= shm::data_vls(qos->oper_vls)) return MadStatus::kInvalidField;
+  }
+  std::memcpy(qos->sl_to_vl, vls, sizeof vls);
+  return MadStatus::kOk;
+}
+
+// IBA 14.2.5.9: blocks 1-2 are the low-priority table (entries 0-31, 32-63),
+// 3-4 the high one; the block is the modifier's upper half (its lower half
+// names a switch port), or the whole modifier as some tools send it. Each
+// entry: 4 reserved bits, the VL, a weight byte. Entries beyond VLArb*Cap
+// read as zero and are ignored on a Set.
+bool vl_arb_block(uint32_t modifier, uint32_t* block) {
+  *block = modifier >> 16 != 0 ? modifier >> 16 : modifier;
+  return *block >= 1 && *block <= 4;
+}
+
+shm::VlArbEntry* vl_arb_entries(shm::QosTables* qos, uint32_t block) {
+  if (block == 2 || block == 4) return nullptr;  // entries 32-63: beyond the cap
+  return block == 1 ? qos->low : qos->high;
+}
+
 MadStatus fill_vl_arbitration(const PortView& p, uint32_t modifier, uint8_t* d) {
-  // Blocks 1-2: the low-priority table, 3-4: the high one, 32 entries each.
-  const uint32_t block = modifier >> 16 != 0 ? modifier >> 16 : modifier;
-  if (block < 1 || block > 4) return MadStatus::kInvalidField;
-  if (block == 1) {
-    // Every data VL of the port, equal weight, in the low-priority table.
-    const unsigned vls = p.vl_cap == 0 ? 1 : 1u << (p.vl_cap - 1);
-    for (unsigned i = 0; i < vls && i < kVlArbCap; ++i) {
-      d[2 * i] = static_cast<uint8_t>(i);
-      d[2 * i + 1] = 64;
+  uint32_t block;
+  if (!vl_arb_block(modifier, &block)) return MadStatus::kInvalidField;
+  shm::QosTables qos = p.qos;
+  if (const shm::VlArbEntry* e = vl_arb_entries(&qos, block)) {
+    for (unsigned i = 0; i < shm::kVlArbCap; ++i) {
+      d[2 * i] = e[i].vl;
+      d[2 * i + 1] = e[i].weight;
     }
   }
+  return MadStatus::kOk;
+}
+
+// A weighted entry must name an operational data VL (VL15 is never
+// arbitrated); an entry of weight 0 is skipped by the arbiter, so any VL goes.
+MadStatus set_vl_arbitration(uint32_t modifier, const uint8_t* in, shm::QosTables* qos) {
+  uint32_t block;
+  if (!vl_arb_block(modifier, &block)) return MadStatus::kInvalidField;
+  shm::VlArbEntry* e = vl_arb_entries(qos, block);
+  if (e == nullptr) return MadStatus::kOk;
+  shm::VlArbEntry next[shm::kVlArbCap];
+  for (unsigned i = 0; i < shm::kVlArbCap; ++i) {
+    next[i] = {static_cast<uint8_t>(in[2 * i] & 0xf), in[2 * i + 1]};
+    if (next[i].weight != 0 && next[i].vl >= shm::data_vls(qos->oper_vls)) return MadStatus::kInvalidField;
+  }
+  std::copy(next, next + shm::kVlArbCap, e);
   return MadStatus::kOk;
 }
 
@@ -236,7 +286,18 @@ MadStatus fill_get(const PortView& p, uint16_t attr, uint32_t modifier, uint8_t*
 
 }  // namespace
 
-Disposition answer_smp(const PortView& port, const uint8_t* in, size_t len, uint8_t* out) {
+// A Set of a writable attribute: the status, and in `next` the port as the
+// Set leaves it.
+MadStatus apply_set(const PortView& port, uint16_t attr, uint32_t modifier, const uint8_t* d, PortView* next) {
+  switch (static_cast<SmpAttr>(attr)) {
+    case SmpAttr::kPortInfo: return check_port_info_set(port, modifier, d, &next->qos);
+    case SmpAttr::kSlToVlMappingTable: return set_sl_to_vl(d, &next->qos);
+    case SmpAttr::kVlArbitrationTable: return set_vl_arbitration(modifier, d, &next->qos);
+    default: return MadStatus::kAttributeUnsupported;
+  }
+}
+
+Disposition answer_smp(const PortView& port, const uint8_t* in, size_t len, uint8_t* out, SmpEffect* effect) {
   if (in == nullptr || len < kMadBytes) return Disposition::kDrop;
   const uint8_t klass = MgmtClass::get(in);
   const bool directed = klass == static_cast<uint8_t>(MgmtClassId::kSubnDirectedRoute);
@@ -264,14 +325,21 @@ Disposition answer_smp(const PortView& port, const uint8_t* in, size_t len, uint
   } else if (method == static_cast<uint8_t>(MethodId::kSet)) {
     const uint16_t attr = AttributeId::get(in);
     const uint32_t modifier = AttributeModifier::get(in);
-    if (static_cast<SmpAttr>(attr) == SmpAttr::kPortInfo) {
-      // Answered, whatever the outcome, with the attribute as it now stands.
-      status = static_cast<uint16_t>(check_port_info_set(port, modifier, in + kSmpDataOffset));
-      std::memset(out + kSmpDataOffset, 0, kSmpDataBytes);
-      fill_port_info(port, modifier, out + kSmpDataOffset);
+    PortView next = port;
+    const MadStatus s = apply_set(port, attr, modifier, in + kSmpDataOffset, &next);
+    status = static_cast<uint16_t>(s);
+    if (s == MadStatus::kAttributeUnsupported) {
+      // Not writable here: the data goes back as it came.
     } else {
-      // No other attribute is writable yet; the data goes back as it came.
-      status = static_cast<uint16_t>(MadStatus::kAttributeUnsupported);
+      // Answered, whatever the outcome, with the attribute as it now stands
+      // (IBA 14.2.5: a SubnSet's GetResp carries the attribute's value).
+      const PortView& now = s == MadStatus::kOk ? next : port;
+      std::memset(out + kSmpDataOffset, 0, kSmpDataBytes);
+      fill_get(now, attr, modifier, out + kSmpDataOffset);
+      if (s == MadStatus::kOk && effect != nullptr && !(next.qos == port.qos)) {
+        effect->qos_changed = true;
+        effect->qos = next.qos;
+      }
     }
   } else if (method == static_cast<uint8_t>(MethodId::kTrapRepress)) {
     return Disposition::kDrop;  // the SMA sends no traps, so none to repress

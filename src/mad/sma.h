@@ -29,8 +29,17 @@ enum class SmpAttr : uint16_t {
   kSmInfo = 0x0020,
 };
 
+// What a SubnSet changed, for the caller to store (the codecs stay pure).
+struct SmpEffect {
+  bool qos_changed = false;
+  shm::QosTables qos;  // the port's tables after the Set, when qos_changed
+};
+
 // REQUIRES: `out` holds kMadBytes. `in` may be any length; fewer than
-// kMadBytes is malformed (dropped, as the port would drop it).
-Disposition answer_smp(const PortView& port, const uint8_t* in, size_t len, uint8_t* out);
+// kMadBytes is malformed (dropped, as the port would drop it). A Set that
+// succeeds is answered as if it had been stored; `effect` (if not null)
+// says what to store.
+Disposition answer_smp(const PortView& port, const uint8_t* in, size_t len, uint8_t* out,
+                       SmpEffect* effect = nullptr);
 
 }  // namespace softverbs::mad

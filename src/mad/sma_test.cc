@@ -96,7 +96,7 @@ TEST(Sma, LidRoutedPortInfoGolden) {
                    0x00, 0x00, 0x00, 0x00,                            // DiagCode, M_KeyLeasePeriod
                    0x01, 0x02, 0x03, 0x02,                            // LocalPortNum, LinkWidth*
                    0x14, 0x52, 0x00, 0x11,                            // speeds/Active, LinkUp/Polling, LMC
-                   0x50, 0x10, 0x00, 0x08, 0x08, 0x05, 0xff, 0x10,    // MTU/SL, VLCap, VL arbitration, HOQ
+                   0x50, 0x40, 0x00, 0x08, 0x08, 0x05, 0xff, 0x40,    // MTU/SL, VLCap 0-7, VLHighLimit, VLArb caps, OperVLs 0-7
                    0, 0, 0, 0, 0, 0,                                  // violation counters
                    0x01, 0x12, 0x10, 0x00, 0x00, 0x00, 0, 0, 0, 0,    // GUIDCap, SubnetTimeOut, RespTime
                    0x00, 0x00, 0x23, 0x03}));                         // CapabilityMask2, extended speeds
@@ -108,14 +108,14 @@ TEST(Sma, TablesGolden) {
   EXPECT_EQ(data_of(a.out.data()), padded({0xff, 0xff}));
   a = ask(smp(0x01, 0x0014, 0));
   EXPECT_EQ(data_of(a.out.data()), padded({0x00, 0x02, 0xc9, 0x03, 0x00, 0x00, 0x00, 0x02}));
+  // The boot tables: SL n on VL n mod 8; every data VL once, low priority.
   a = ask(smp(0x01, 0x0017, 0));
-  EXPECT_EQ(data_of(a.out.data()), padded({}));  // VL0 only: every SL on VL0
-  PortView eight_vls = test_port();
-  eight_vls.vl_cap = 4;
-  a = ask(smp(0x01, 0x0017, 0), eight_vls);
   EXPECT_EQ(data_of(a.out.data()), padded({0x01, 0x23, 0x45, 0x67, 0x01, 0x23, 0x45, 0x67}));
   a = ask(smp(0x01, 0x0018, 1));
-  EXPECT_EQ(data_of(a.out.data()), padded({0x00, 0x40}));
+  EXPECT_EQ(data_of(a.out.data()), padded({0, 0x40, 1, 0x40, 2, 0x40, 3, 0x40, 4, 0x40, 5, 0x40, 6, 0x40, 7, 0x40}));
+  a = ask(smp(0x01, 0x0018, 3u << 16 | 1));  // as smpquery and opensm send it: block << 16 | port
+  EXPECT_EQ(DrStatus::get(a.out.data()), 0);
+  EXPECT_EQ(data_of(a.out.data()), padded({}));
   a = ask(smp(0x01, 0x0018, 3));
   EXPECT_EQ(DrStatus::get(a.out.data()), 0);
   EXPECT_EQ(data_of(a.out.data()), padded({}));
@@ -184,7 +184,7 @@ TEST(Sma, PortInfoSetTakesOnlyWhatThePortIs) {
       {19, 0x07},  // MasterSMLID 7
       {7, 0x01},   // an M_Key
       {36, 0x40},  // NeighborMTU 2048
-      {38, 0x04},  // VLHighLimit 4
+      {43, 0x50},  // OperationalVLs 0-14: beyond VLCap
       {32, 0x13},  // PortState Armed
   };
   for (const auto& [offset, value] : changes) {
@@ -198,6 +198,102 @@ TEST(Sma, PortInfoSetTakesOnlyWhatThePortIs) {
   auto ro = set;
   ro[kSmpDataOffset + 23] ^= 0x01;
   EXPECT_EQ(Status::get(ask(ro).out.data()), 0);
+}
+
+// A Set as an SM sends it; the answer, the status and what to store.
+struct SetAnswer {
+  Answer a;
+  SmpEffect effect;
+  uint16_t status() const { return Status::get(a.out.data()); }
+};
+
+SetAnswer set(uint16_t attr, uint32_t modifier, const Bytes& data, const PortView& p = test_port()) {
+  auto in = smp(0x02, attr, modifier, -1);
+  std::memcpy(in.data() + kSmpDataOffset, data.data(), data.size());
+  SetAnswer r;
+  r.a.d = answer_smp(p, in.data(), in.size(), r.a.out.data(), &r.effect);
+  return r;
+}
+
+TEST(Sma, PortInfoSetProgramsOperVlsAndVlHighLimit) {
+  const Answer got = ask(smp(0x01, 0x0015, 0, -1));
+  Bytes pi = data_of(got.out.data());
+  pi[38] = 4;     // VLHighLimit
+  pi[43] = 0x20;  // OperationalVLs: VL0-1
+  SetAnswer r = set(0x0015, 0, pi);
+  EXPECT_EQ(r.status(), 0);
+  EXPECT_EQ(data_of(r.a.out.data()), pi);
+  ASSERT_TRUE(r.effect.qos_changed);
+  EXPECT_EQ(r.effect.qos.oper_vls, 2);
+  EXPECT_EQ(r.effect.qos.vl_high_limit, 4);
+  // ibportstate's modifier: the port, and bit 31 (the SM knows extended speeds).
+  EXPECT_EQ(set(0x0015, 0x80000001u, pi).status(), 0);
+  EXPECT_EQ(set(0x0015, 0x80000002u, pi).status(), 0x001c);
+  // What opensm 3.3 sent to this port (its first PortInfo Set): nothing changes.
+  r = set(0x0015, 1, {0, 0, 0, 0, 0, 0, 0, 0, 0xfe, 0x80, 0, 0, 0, 0, 0, 0,
+                      0x00, 0x01, 0x00, 0x01, 0x00, 0x01, 0x48, 0x02, 0, 0, 0, 0, 0x01, 0x02, 0x03, 0x02,
+                      0x10, 0x02, 0x00, 0x11, 0x50, 0x40, 0x00, 0x08, 0x08, 0x05, 0xff, 0x40, 0, 0, 0, 0,
+                      0, 0, 0x01, 0x12, 0x10, 0x88, 0, 0, 0, 0, 0, 0, 0, 0, 0x23, 0x03});
+  EXPECT_EQ(r.status(), 0);
+  EXPECT_FALSE(r.effect.qos_changed);
+}
+
+TEST(Sma, SlToVlSetGoldenAndBadInput) {
+  // SL n -> VL n mod 4, SL15 -> VL15 (discard).
+  const Bytes table = padded({0x01, 0x23, 0x01, 0x23, 0x01, 0x23, 0x01, 0x2f});
+  SetAnswer r = set(0x0017, 0, table);
+  EXPECT_EQ(r.status(), 0);
+  EXPECT_EQ(data_of(r.a.out.data()), table);
+  ASSERT_TRUE(r.effect.qos_changed);
+  EXPECT_EQ(r.effect.qos.sl_to_vl[3], 3);
+  EXPECT_EQ(r.effect.qos.sl_to_vl[15], 15);
+  PortView p = test_port();
+  p.qos = r.effect.qos;
+  EXPECT_EQ(data_of(ask(smp(0x01, 0x0017, 0, -1), p).out.data()), table);
+  // A VL the port does not operate (OperVLs VL0-1, SL1 -> VL3): 0x1C, the table as it was.
+  p.qos.oper_vls = 2;
+  r = set(0x0017, 0, table, p);
+  EXPECT_EQ(r.status(), 0x001c);
+  EXPECT_FALSE(r.effect.qos_changed);
+  EXPECT_EQ(data_of(r.a.out.data()), table);
+  // The modifier names switch ports; a CA ignores it.
+  EXPECT_EQ(set(0x0017, 0x0102, table).status(), 0);
+}
+
+TEST(Sma, VlArbitrationSetGoldenAndBadInput) {
+  // High priority: VL1 weight 4 then VL0 weight 0 (skipped); block 3 = high entries 0-31.
+  const Bytes high = padded({0x01, 0x04, 0x00, 0x00, 0x0e, 0x00});
+  SetAnswer r = set(0x0018, 3u << 16 | 1, high);
+  EXPECT_EQ(r.status(), 0);
+  EXPECT_EQ(data_of(r.a.out.data()), high);
+  ASSERT_TRUE(r.effect.qos_changed);
+  EXPECT_EQ(r.effect.qos.high[0], (shm::VlArbEntry{1, 4}));
+  EXPECT_EQ(r.effect.qos.high[2], (shm::VlArbEntry{14, 0}));  // weight 0: any VL
+  EXPECT_EQ(r.effect.qos.low[0], (shm::VlArbEntry{0, 64}));   // the low table untouched
+  // Reserved bits above the VL are ignored; entries beyond the cap (8) too.
+  Bytes low = padded({0xf0, 0x01, 0x01, 0x03});
+  low[2 * 8] = 0x03;
+  low[2 * 8 + 1] = 0x09;
+  r = set(0x0018, 1u << 16, low);
+  EXPECT_EQ(r.status(), 0);
+  EXPECT_EQ(data_of(r.a.out.data()), padded({0x00, 0x01, 0x01, 0x03}));
+  // Blocks 2 and 4 (entries 32-63) are beyond the cap: accepted, read as zero.
+  r = set(0x0018, 2u << 16, low);
+  EXPECT_EQ(r.status(), 0);
+  EXPECT_FALSE(r.effect.qos_changed);
+  EXPECT_EQ(data_of(r.a.out.data()), padded({}));
+  // Block 0 or 5: 0x1C.
+  for (uint32_t block : {0u, 5u}) {
+    r = set(0x0018, block << 16, high);
+    EXPECT_EQ(r.status(), 0x001c) << block;
+    EXPECT_FALSE(r.effect.qos_changed);
+  }
+  // A weighted entry on a VL the port does not operate, or on VL15: 0x1C.
+  PortView two = test_port();
+  two.qos.oper_vls = 2;
+  EXPECT_EQ(set(0x0018, 3u << 16, padded({0x02, 0x01}), two).status(), 0x001c);
+  EXPECT_EQ(set(0x0018, 3u << 16, padded({0x0f, 0x01})).status(), 0x001c);
+  EXPECT_EQ(set(0x0018, 3u << 16, padded({0x01, 0x01}), two).status(), 0);
 }
 
 TEST(Sma, WhatItDoesNotAnswer) {

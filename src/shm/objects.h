@@ -78,6 +78,8 @@ struct PortCounters {
   std::atomic<uint64_t> faults_reordered;
   std::atomic<uint64_t> faults_corrupted;
   std::atomic<uint64_t> faults_delayed;
+  // Requests whose SL the port maps to VL15 (transport/vl.h), never sent.
+  std::atomic<uint64_t> sl_vl15_discards;
 };
 
 struct alignas(64) ProcessSlot {
@@ -368,6 +370,19 @@ struct alignas(64) SharedXrcd {
   uint16_t opens_by[kMaxProcesses];  // per process slot: what a dead process held
 };
 
+// The port's QoS tables (shm/port_qos.h says who writes and reads them).
+// Layout version 10. Entries are atomics so that a Set racing a reader is
+// defined; a VL arbitration entry is VL << 8 | weight.
+inline constexpr unsigned kVlArbCap = 8;  // entries per priority table (PortInfo:VLArb*Cap)
+struct alignas(64) PortQos {
+  std::atomic<uint32_t> generation;  // bumped after every change
+  std::atomic<uint8_t> oper_vls;     // PortInfo:OperationalVLs encoding
+  std::atomic<uint8_t> vl_high_limit;
+  std::atomic<uint8_t> sl_to_vl[16];
+  std::atomic<uint16_t> vl_arb_low[kVlArbCap];
+  std::atomic<uint16_t> vl_arb_high[kVlArbCap];
+};
+
 struct alignas(4096) SegmentHeader {
   std::atomic<uint64_t> magic;  // stored last by the creator
   uint32_t layout_version;
@@ -384,6 +399,7 @@ struct alignas(4096) SegmentHeader {
   std::atomic<uint64_t> next_reg_seq;
   std::atomic<uint32_t> pending_reclaim;  // objects in kDead waiting for phase 2
   PortCounters port;  // totals of processes that are gone
+  PortQos qos;
 };
 
 }  // namespace softverbs::shm

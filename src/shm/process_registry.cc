@@ -122,6 +122,7 @@ void fold_counters(Segment& seg, OwnerId who) {
   fold(from.faults_reordered, to.faults_reordered);
   fold(from.faults_corrupted, to.faults_corrupted);
   fold(from.faults_delayed, to.faults_delayed);
+  fold(from.sl_vl15_discards, to.sl_vl15_discards);
 }
 
 }  // namespace

@@ -12,6 +12,7 @@
 #include <cstring>
 #include <new>
 
+#include "shm/port_qos.h"
 #include "util/log.h"
 
 namespace softverbs::shm {
@@ -92,6 +93,7 @@ Status Segment::map(int fd, bool create) {
     h.port_guid = __builtin_bswap64(guid + 1);
     h.lid = 1;  // the built-in subnet manager's only end port
     h.sm_lid = 1;
+    store_qos(h, default_qos());
     init_shared_mutex(&h.control);
     h.next_pd_id.store(1);
     h.next_reg_seq.store(1);
@@ -109,12 +111,12 @@ Segment::~Segment() {
   if (fd_ >= 0) ::close(fd_);
 }
 
-void Segment::lock_control() {
+void Segment::lock_control() const {
   int rc = pthread_mutex_lock(&header().control);
   if (rc == EOWNERDEAD) pthread_mutex_consistent(&header().control);
 }
 
-void Segment::unlock_control() { pthread_mutex_unlock(&header().control); }
+void Segment::unlock_control() const { pthread_mutex_unlock(&header().control); }
 
 Result<Offset> Segment::arena_alloc(uint64_t bytes) {
   const uint64_t pages = (bytes + kPageSize - 1) / kPageSize;

@@ -17,7 +17,7 @@
 namespace softverbs::shm {
 
 inline constexpr uint64_t kMagic = 0x5356'4445'5649'4345ull;  // "SVDEVICE"
-inline constexpr uint32_t kLayoutVersion = 9;
+inline constexpr uint32_t kLayoutVersion = 10;
 
 constexpr uint64_t align_up(uint64_t v, uint64_t a) { return (v + a - 1) / a * a; }
 
@@ -66,9 +66,10 @@ class Segment {
   void arena_free(Offset off, uint64_t bytes);
 
   // The control-path lock (robust). Lock returns once held, repairing it if
-  // its previous holder died.
-  void lock_control();
-  void unlock_control();
+  // its previous holder died. Const: the lock lives in the shared memory,
+  // not in this handle (a const Segment's SMA takes it for a Set).
+  void lock_control() const;
+  void unlock_control() const;
 
  private:
   Segment() = default;
@@ -83,13 +84,13 @@ class Segment {
 
 class ControlLock {
  public:
-  explicit ControlLock(Segment& s) : s_(s) { s_.lock_control(); }
+  explicit ControlLock(const Segment& s) : s_(s) { s_.lock_control(); }
   ~ControlLock() { s_.unlock_control(); }
   ControlLock(const ControlLock&) = delete;
   ControlLock& operator=(const ControlLock&) = delete;
 
  private:
-  Segment& s_;
+  const Segment& s_;
 };
 
 // Initialises a robust, process-shared mutex in shared memory.

@@ -7,6 +7,7 @@
 #include "transport/link.h"
 #include "transport/local_sges.h"
 #include "transport/mw_ops.h"
+#include "transport/vl.h"
 #include "transport/wr_opcode_table.h"
 #include "wire/psn.h"
 
@@ -41,12 +42,17 @@ bool fenced(const SendSide& s, const SendWqe& w) {
   const bool writes_local =
       op.kind != ReqKind::kSend && op.kind != ReqKind::kWrite && op.kind != ReqKind::kAtomicWrite;
   if (w.placed != 0) {
-    local.bytes = w.length;  // carried out at post (Link::place_at_post), its L_Key checked
+    // Carried out at post (Link::place_at_post): its L_Key and VL checked there.
+    local.bytes = w.length;
   } else {
     const ibv_wc_status st = resolve_local_sges(s, w, writes_local, iov, &local);
     if (st != IBV_WC_SUCCESS) return st;
+    if (writes_local && op.kind != ReqKind::kRead && local.bytes < 8) return IBV_WC_LOC_LEN_ERR;  // an atomic's result
+    if (discarded_on_vl15(s, w)) [[unlikely]] {
+      s.qp.notifier->port_counters().sl_vl15_discards.fetch_add(1, std::memory_order_relaxed);
+      return IBV_WC_SUCCESS;  // lost on the way: RC's timer retries, UC/UD complete
+    }
   }
-  if (writes_local && op.kind != ReqKind::kRead && local.bytes < 8) return IBV_WC_LOC_LEN_ERR;  // an atomic's result
   return s.conn.link->transmit(s, w, local, from_psn);
 }
 

@@ -63,11 +63,16 @@ struct Connection {
 };
 
 // The requester's progress beyond the send queue's `next`.
+// The VL of the path's SL and the table generation it was read at
+// (transport/vl.h) sit in the padding, so the struct keeps its size.
 struct RequesterState {
   uint32_t next_psn = 0;          // the PSN the next new WQE starts at (sq_psn)
+  uint8_t path_vl = 0;
   uint64_t resume_index = ~0ull;  // the WQE to resend from resume_psn rather than its first PSN
   uint32_t resume_psn = 0;
+  uint32_t path_vl_generation = ~0u;  // a new address vector clears it
 };
+static_assert(sizeof(RequesterState) == 24);
 
 // The completer's retry state and the QP's one deadline.
 struct CompleterState {

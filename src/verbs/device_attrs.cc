@@ -2,6 +2,7 @@
 
 #include <cstring>
 
+#include "shm/port_qos.h"
 #include "util/time.h"
 #include "verbs/dm.h"
 #include "verbs/port_config.h"
@@ -92,7 +93,9 @@ void fill_port_attr(const shm::Segment& seg, ibv_port_attr* p) {
   p->active_mtu = IBV_MTU_4096;
   p->gid_tbl_len = 1;
   // Extended speeds: EDR is only expressible in PortInfo:LinkSpeedExtActive (IBA 14.2.5.6).
-  p->port_cap_flags = IBV_PORT_SM | IBV_PORT_SYS_IMAGE_GUID_SUP | IBV_PORT_CM_SUP | IBV_PORT_EXTENDED_SPEEDS_SUP;
+  // SL_MAP: the port has an SLtoVLMappingTable (opensm programs it only then).
+  p->port_cap_flags = IBV_PORT_SM | IBV_PORT_SYS_IMAGE_GUID_SUP | IBV_PORT_CM_SUP | IBV_PORT_EXTENDED_SPEEDS_SUP |
+                      IBV_PORT_SL_MAP_SUP;
   p->max_msg_sz = shm::kMaxMsgSize;
   p->bad_pkey_cntr = 0;
   p->qkey_viol_cntr = 0;
@@ -100,7 +103,7 @@ void fill_port_attr(const shm::Segment& seg, ibv_port_attr* p) {
   p->lid = seg.header().lid;
   p->sm_lid = seg.header().sm_lid;
   p->lmc = 0;
-  p->max_vl_num = 1;  // IBA 7.6: VL0 only, encoded as 1
+  p->max_vl_num = shm::kVlCap;  // PortInfo:VLCap (VL0-7); OperVLs is the SMA's (shm/port_qos.h)
   p->sm_sl = 0;
   p->subnet_timeout = 18;
   p->init_type_reply = 0;

@@ -397,6 +397,7 @@ void Qp::apply(const ibv_qp_attr& a, int mask, ibv_qp_state next, transport::Lin
   if (mask & IBV_QP_QKEY) s.qkey = a.qkey;
   if (mask & IBV_QP_AV) {
     conn.ah = a.ah_attr;
+    side_.requester.path_vl_generation = ~0u;  // the SL may have changed: read the table again
     s.dlid = a.ah_attr.dlid;
   }
   if (mask & IBV_QP_PATH_MTU) conn.path_mtu = s.path_mtu = a.path_mtu;

@@ -4,7 +4,7 @@
 # device's own SMA and PMA answer their MADs.
 #   umad_tools.sh <dir of libibumad.so.3 and libibverbs.so.1> <scenario>
 # Scenarios: ibstat, ibstat-roce, smpquery, ibaddr-sminfo, perfquery,
-#            faults, unreachable. Every tool runs under `timeout`; the only
+#            faults, unreachable, qos (opensm -o programs the QoS tables). Every tool runs under `timeout`; the only
 #            background process (ib_write_bw's server) is killed by PID.
 set -euo pipefail
 lib=$1
@@ -121,7 +121,9 @@ case $scenario in
       run pkeys smpquery "${opts[@]}" pkeys "$dest"
       grep -q "0: 0xffff" "$work/pkeys" || fail "pkeys: $(cat "$work/pkeys")"
       run sl2vl smpquery "${opts[@]}" sl2vl "$dest"
-      grep -Eq '^ports: in +0, out +0: \|( 0\|){16}$' "$work/sl2vl" || fail "sl2vl: $(cat "$work/sl2vl")"
+      # The boot table: SL n on VL n mod 8.
+      grep -q '^ports: in  0, out  0: | 0| 1| 2| 3| 4| 5| 6| 7| 0| 1| 2| 3| 4| 5| 6| 7|$' "$work/sl2vl" ||
+        fail "sl2vl: $(cat "$work/sl2vl")"
       run vlarb smpquery "${opts[@]}" vlarb "$dest"
       grep -q "LowCap 8 HighCap 8" "$work/vlarb" || fail "vlarb: $(cat "$work/vlarb")"
       run nodedesc smpquery "${opts[@]}" nodedesc "$dest"
@@ -184,6 +186,103 @@ case $scenario in
     run counters perfquery
     [ "$(field "$work/counters" PortXmitDiscards)" -gt 0 ] || fail "no PortXmitDiscards: $(cat "$work/counters")"
     expect "$work/counters" PortRcvErrors 0
+    ;;
+  qos)
+    # opensm, once (-o: one sweep, then it exits), with a QoS configuration:
+    # the SMA takes its SL2VL and VLArb Sets and smpquery shows them. opensm
+    # runs in the foreground under `timeout`; its cache and dumps stay in $work.
+    command -v opensm >/dev/null || { echo "SKIP: opensm is not installed"; exit 77; }
+    cat >"$work/opensm.conf" <<EOF
+dump_files_dir $work
+qos TRUE
+qos_ca_max_vls 4
+qos_ca_high_limit 2
+qos_ca_vlarb_high 1:8,0:0
+qos_ca_vlarb_low 0:1,2:3
+qos_ca_sl2vl 0,1,2,3,0,1,2,3,0,1,2,3,0,1,2,15
+EOF
+    rc=0
+    OSM_CACHE_DIR=$work timeout 60 opensm -o -F "$work/opensm.conf" -f "$work/opensm.log" >"$work/opensm.out" 2>&1 || rc=$?
+    [ $rc -eq 0 ] || { tail -50 "$work/opensm.log" >&2; fail "opensm -o exited $rc"; }
+    grep -q "SUBNET UP" "$work/opensm.log" || { tail -50 "$work/opensm.log" >&2; fail "opensm: no SUBNET UP"; }
+    run sl2vl smpquery sl2vl 1
+    grep -q '^ports: in  0, out  0: | 0| 1| 2| 3| 0| 1| 2| 3| 0| 1| 2| 3| 0| 1| 2|15|$' "$work/sl2vl" ||
+      fail "sl2vl is not the config's: $(cat "$work/sl2vl")"
+    run vlarb smpquery vlarb 1
+    # Low priority first, then high; entries the config leaves out are VL0 weight 0.
+    awk '/^VL /||/^WEIGHT/' "$work/vlarb" >"$work/vlarb.rows"
+    cat >"$work/vlarb.want" <<'EOF'
+VL    : |0x0 |0x2 |0x0 |0x0 |0x0 |0x0 |0x0 |0x0 |
+WEIGHT: |0x1 |0x3 |0x0 |0x0 |0x0 |0x0 |0x0 |0x0 |
+VL    : |0x1 |0x0 |0x0 |0x0 |0x0 |0x0 |0x0 |0x0 |
+WEIGHT: |0x8 |0x0 |0x0 |0x0 |0x0 |0x0 |0x0 |0x0 |
+EOF
+    diff "$work/vlarb.want" "$work/vlarb.rows" >&2 || fail "vlarb is not the config's"
+    # opensm sends OperVLs and VLHighLimit only to a port with a neighbour
+    # (osm_link_mgr.c); ibportstate's PortInfo Set programs OperVLs here.
+    run vls ibportstate 1 1 vls 2
+    run portinfo smpquery portinfo 1
+    expect "$work/portinfo" OperVLs VL0-1
+    expect "$work/portinfo" VLCap VL0-7
+    # Beyond VLCap: refused (status 0x1C), the port unchanged.
+    if timeout 20 ibportstate 1 1 vls 5 >"$work/vls5" 2>&1; then fail "OperVLs VL0-14 accepted"; fi
+    run portinfo smpquery portinfo 1
+    expect "$work/portinfo" OperVLs VL0-1
+    # The data path: SL15 is on VL15, so its requests are discarded before
+    # they leave (PortXmitDiscards) and the RC requester retries until
+    # retry_cnt is spent; SL1 (VL1) flows. The server of the failed run
+    # never hears back: it is killed by PID.
+    command -v ibv_rc_pingpong >/dev/null || { echo "SKIP: ibverbs-utils is not installed"; exit 77; }
+    run before perfquery
+    pp_port=$(( 31000 + $$ % 15000 ))
+    while [ -n "$(ss -Hltn "( sport = :$pp_port )" 2>/dev/null)" ]; do pp_port=$((pp_port + 1)); done
+    timeout 30 ibv_rc_pingpong -d softverbs0 -p "$pp_port" -l 15 -n 10 >"$work/server15.out" 2>&1 &
+    server=$!
+    for _ in $(seq 100); do
+      rc=0
+      timeout 30 ibv_rc_pingpong -d softverbs0 -p "$pp_port" -l 15 -n 10 localhost >"$work/client15.out" 2>&1 || rc=$?
+      grep -q "Couldn't connect" "$work/client15.out" && kill -0 "$server" 2>/dev/null || break
+      sleep 0.1
+    done
+    [ $rc -ne 0 ] || fail "ibv_rc_pingpong on SL15 (VL15) succeeded"
+    grep -q "retry counter exceeded" "$work/client15.out" || { cat "$work/client15.out" >&2; fail "SL15: not retry exceeded"; }
+    kill -TERM "$server" 2>/dev/null || true
+    wait "$server" 2>/dev/null || true
+    server=
+    run after perfquery
+    discards=$(( $(field "$work/after" PortXmitDiscards) - $(field "$work/before" PortXmitDiscards) ))
+    [ $discards -ge 1 ] || fail "SL15's requests not counted in PortXmitDiscards"
+    pp_port=$((pp_port + 1))
+    timeout 30 ibv_rc_pingpong -d softverbs0 -p "$pp_port" -l 1 -n 10 >"$work/server1.out" 2>&1 &
+    server=$!
+    for _ in $(seq 100); do
+      rc=0
+      timeout 30 ibv_rc_pingpong -d softverbs0 -p "$pp_port" -l 1 -n 10 localhost >"$work/client1.out" 2>&1 || rc=$?
+      grep -q "Couldn't connect" "$work/client1.out" && kill -0 "$server" 2>/dev/null || break
+      sleep 0.1
+    done
+    [ $rc -eq 0 ] || { cat "$work/client1.out" >&2; fail "ibv_rc_pingpong on SL1 exited $rc"; }
+    wait "$server" || fail "ibv_rc_pingpong server on SL1 failed"
+    server=
+    # UD: the AH's SL. The client's first SEND on SL15 is discarded, so
+    # neither side ever hears the other: both are stopped by timeout.
+    command -v ibv_ud_pingpong >/dev/null || { echo "SKIP: ibverbs-utils is not installed"; exit 77; }
+    run before perfquery
+    pp_port=$((pp_port + 1))
+    timeout 3 ibv_ud_pingpong -d softverbs0 -p "$pp_port" -l 15 -n 5 >"$work/udserver.out" 2>&1 &
+    server=$!
+    for _ in $(seq 20); do
+      rc=0
+      timeout 3 ibv_ud_pingpong -d softverbs0 -p "$pp_port" -l 15 -n 5 localhost >"$work/udclient.out" 2>&1 || rc=$?
+      grep -q "Couldn't connect" "$work/udclient.out" && kill -0 "$server" 2>/dev/null || break
+      sleep 0.1
+    done
+    [ $rc -eq 124 ] || { cat "$work/udclient.out" >&2; fail "ibv_ud_pingpong on SL15 exited $rc, expected a timeout"; }
+    wait "$server" 2>/dev/null || true
+    server=
+    run after perfquery
+    discards=$(( $(field "$work/after" PortXmitDiscards) - $(field "$work/before" PortXmitDiscards) ))
+    [ $discards -ge 1 ] || fail "UD SL15's SEND not counted in PortXmitDiscards"
     ;;
   *)
     fail "unknown scenario"

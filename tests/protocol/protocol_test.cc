@@ -13,11 +13,13 @@
 #include <vector>
 
 #include "fabric/fake/fake_link.h"
+#include "shm/port_qos.h"
 #include "shm/rings.h"
 #include "transport/completer.h"
 #include "transport/requester.h"
 #include "transport/send_side.h"
 #include "transport/testing/hand_built.h"
+#include "transport/vl.h"
 #include "wire/opcode.h"
 #include "wire/packet.h"
 
@@ -437,6 +439,32 @@ TEST_F(ProtocolTest, RetryExhaustionAfterRetryCntTimeouts) {
   EXPECT_EQ(c[1].status, IBV_WC_WR_FLUSH_ERR);
   EXPECT_EQ(counters_a().retry_exceeded.load(), 1u);
   EXPECT_EQ(link_->sent(Direction::kRequest).size(), 6u);  // both, three times
+}
+
+// IBA 7.6.6: an SL the port maps to VL15 is discarded before it leaves
+// (PortXmitDiscards); the requester sees only lost requests and ends in
+// RETRY_EXC_ERR. Once an SM maps the SL to a data VL, the QP's next
+// connection sends: the table is read again when its generation moves.
+TEST_F(ProtocolTest, SlMappedToVl15IsDiscardedUntilTheTableChanges) {
+  side_.conn.ah.sl = 15;
+  side_.conn.retry_cnt = 2;
+  side_.completer.retries_left = 2;
+  shm::QosTables t = shm::default_qos();
+  t.sl_to_vl[15] = shm::kVl15;
+  shm::store_qos(seg_->header(), t);
+  post(IBV_WR_RDMA_WRITE, 0, 64, 0);
+  link_->run();
+  std::vector<shm::Cqe> c = completions();
+  ASSERT_EQ(c.size(), 1u);
+  EXPECT_EQ(c[0].status, IBV_WC_RETRY_EXC_ERR);
+  EXPECT_EQ(link_->sent(Direction::kRequest).size(), 0u);
+  EXPECT_EQ(notifier_.port_counters().sl_vl15_discards.load(), 3u);  // the first try and two retries
+
+  // Another SL on the same port is untouched by the mapping.
+  EXPECT_EQ(shm::vl_of_sl(seg_->header(), 14), 6);
+  t.sl_to_vl[15] = 7;
+  shm::store_qos(seg_->header(), t);
+  EXPECT_EQ(transport::path_vl(side_), 7);
 }
 
 // A delayed ACK that finally arrives after the resend is a stale answer.

@@ -16,6 +16,7 @@
 #include "transport/requester.h"
 #include "transport/mem_ops.h"
 #include "transport/responder.h"
+#include "transport/vl.h"
 #include "transport/wr_opcode_table.h"
 #include "util/log.h"
 #include "wire/cm_mad.h"
@@ -426,6 +427,8 @@ uint32_t HostFabric::place_at_post(transport::SendSide& s, const ibv_send_wr& wr
       (s.qp.qp_type != IBV_QPT_RC && s.qp.qp_type != IBV_QPT_UC) || faults().active())
     return 0;
   if (s.qp.shared->state.load(std::memory_order_acquire) != IBV_QPS_RTS || s.completer.rnr_wait) return 0;
+  // An SL on VL15 is discarded by the requester (transport/vl.h), never placed.
+  if (transport::path_vl(s) == shm::kVl15) return 0;
   shm::Segment& seg = *s.qp.seg;
   Target target;
   if (route(seg, s, s.conn.ah, s.conn.dest_qpn, &target) != nullptr) return 0;

@@ -1,0 +1,38 @@
+// The virtual lane a request leaves on: its SL through the port's
+// SLtoVLMappingTable (shm/port_qos.h). The SL is the path's (RC/UC/XRC:
+// ah_attr.sl) or the address handle's (UD); on RoCE it never reaches the
+// wire, only this lookup. A path's VL is cached in its RequesterState and
+// re-read only when the table's generation moved, so a message costs one
+// load of a line that SMA Sets alone write.
+#pragma once
+
+#include <cstdint>
+
+#include "shm/port_qos.h"
+#include "transport/send_side.h"
+
+namespace softverbs::transport {
+
+[[gnu::noinline]] inline uint8_t refresh_path_vl(SendSide& s, uint32_t generation) {
+  const uint8_t vl = shm::vl_of_sl(s.qp.seg->header(), s.conn.ah.sl);
+  s.requester.path_vl = vl;
+  s.requester.path_vl_generation = generation;
+  return vl;
+}
+
+// The VL of the QP's path (RC, UC, XRC). REQUIRES: side.lock held.
+[[gnu::always_inline]] inline uint8_t path_vl(SendSide& s) {
+  const uint32_t generation = s.qp.seg->header().qos.generation.load(std::memory_order_acquire);
+  if (generation != s.requester.path_vl_generation) [[unlikely]] return refresh_path_vl(s, generation);
+  return s.requester.path_vl;
+}
+
+// IBA 7.6.6: a data packet whose SL maps to VL15 is discarded by the port
+// (PortXmitDiscards); the requester sees a lost packet. A UD AH's SL changes
+// with every WQE, so its VL is read from the table each time.
+[[gnu::always_inline]] inline bool discarded_on_vl15(SendSide& s, const SendWqe& w) {
+  if (s.qp.qp_type == IBV_QPT_UD) return shm::vl_of_sl(s.qp.seg->header(), w.ah->sl) == shm::kVl15;
+  return path_vl(s) == shm::kVl15;
+}
+
+}  // namespace softverbs::transport

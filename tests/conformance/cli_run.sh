@@ -3,6 +3,7 @@
 # libibverbs itself); `softverbs demo` passes on every host path, fails fast
 # without softverbs' library, and leaves no process behind.
 # Usage: cli_run.sh <dir holding softverbs and softverbs-demo> <scenario>
+. "$(dirname "$0")/ports.sh"
 set -euo pipefail
 bindir=$(cd "$1" && pwd)
 scenario=$2
@@ -79,7 +80,7 @@ case $scenario in
   status-exited)
     # Regression (issue 18: `softverbs status` listed exited processes as
     # attached): a process killed with its QP open is gone from the list.
-    LD_LIBRARY_PATH=$libdir timeout 30 ibv_rc_pingpong -d softverbs0 -p $((20000 + $$ % 20000)) >/dev/null 2>&1 &
+    LD_LIBRARY_PATH=$libdir timeout 30 ibv_rc_pingpong -d softverbs0 -p $(free_tcp_port 20000) >/dev/null 2>&1 &
     victim=$!
     # `timeout` is the child; the pingpong is its child.
     for _ in $(seq 100); do

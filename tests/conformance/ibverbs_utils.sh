@@ -15,7 +15,8 @@ trap cleanup EXIT
 fail() { echo "FAIL: $*" >&2; exit 1; }
 
 # A TCP port for the pingpong rendezvous that nothing else uses.
-port=$(( 20000 + ($$ % 20000) ))
+. "$(dirname "$0")/ports.sh"
+port=$(free_tcp_port 12000)
 
 # What a pingpong prints when it passed (ibv_xsrq_pingpong: "success").
 done_word="iters in"

@@ -18,8 +18,8 @@ cleanup() {
 trap cleanup EXIT
 fail() { echo "FAIL: $*" >&2; exit 1; }
 # fi_pingpong's out-of-band TCP port, free on this host.
-port=$(( 40000 + $$ % 15000 ))
-while [ -n "$(ss -Hltn "( sport = :$port )" 2>/dev/null)" ]; do port=$((port + 1)); done
+. "$(dirname "$0")/ports.sh"
+port=$(free_tcp_port 4000)
 case $mode in
   msg) args=(-p verbs -e msg -I 20 -S 1024) ;;
   *) echo "unknown mode $mode" >&2; exit 2 ;;

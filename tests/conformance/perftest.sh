@@ -33,8 +33,8 @@ fail() { echo "FAIL: $tool $*" >&2; exit 1; }
 command -v "$tool" >/dev/null || { echo "SKIP: $tool is not installed (Debian package perftest)"; exit 77; }
 
 # A TCP port for the rendezvous that nothing listens on.
-port=$(( 30000 + $$ % 15000 ))
-while [ -n "$(ss -Hltn "( sport = :$port )" 2>/dev/null)" ]; do port=$((port + 1)); done
+. "$(dirname "$0")/ports.sh"
+port=$(free_tcp_port 0)
 device=softverbs0
 if [ -n "${SOFTVERBS_PERFTEST_ROCE_PORT:-}" ]; then
   export SOFTVERBS_ROCE_ADDR=127.0.0.1 SOFTVERBS_ROCE_PORT=$SOFTVERBS_PERFTEST_ROCE_PORT

@@ -55,7 +55,8 @@ else
   server_addr=localhost
 fi
 common_env=(UCX_TLS="$tls" UCX_WARN_UNUSED_ENV_VARS=n)
-port=$(( 31000 + $$ % 15000 ))
+. "$(dirname "$0")/ports.sh"
+port=$(free_tcp_port 8000)
 
 one() {
   local test=$1 size=$2 iters=$3 rc=0 srv=0 _

@@ -6,6 +6,7 @@
 # Scenarios: ibstat, ibstat-roce, smpquery, ibaddr-sminfo, perfquery,
 #            faults, unreachable, qos (opensm -o programs the QoS tables). Every tool runs under `timeout`; the only
 #            background process (ib_write_bw's server) is killed by PID.
+. "$(dirname "$0")/ports.sh"
 set -euo pipefail
 lib=$1
 scenario=$2
@@ -51,8 +52,8 @@ devinfo() {
 # bytes $iters times; fails the scenario unless both ends exit 0.
 size=65536 iters=200
 write_bw() {
-  local port=$(( 30000 + $$ % 15000 )) rc
-  while [ -n "$(ss -Hltn "( sport = :$port )" 2>/dev/null)" ]; do port=$((port + 1)); done
+  local port rc
+  port=$(free_tcp_port 16000)
   timeout 60 ib_write_bw -d softverbs0 -p "$port" -s $size -n $iters >"$work/server.out" 2>&1 &
   server=$!
   # The client does not retry its TCP connect: retry until the server listens.
@@ -234,7 +235,7 @@ EOF
     # never hears back: it is killed by PID.
     command -v ibv_rc_pingpong >/dev/null || { echo "SKIP: ibverbs-utils is not installed"; exit 77; }
     run before perfquery
-    pp_port=$(( 31000 + $$ % 15000 ))
+    pp_port=$(free_tcp_port 18000)
     while [ -n "$(ss -Hltn "( sport = :$pp_port )" 2>/dev/null)" ]; do pp_port=$((pp_port + 1)); done
     timeout 30 ibv_rc_pingpong -d softverbs0 -p "$pp_port" -l 15 -n 10 >"$work/server15.out" 2>&1 &
     server=$!

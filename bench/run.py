@@ -792,6 +792,21 @@ def measure_cmtime(key, label, group, addr, env_s, env_c, ns_s=None, ns_c=None):
     record(key, label, group, cmds[0] if cmds else "", repeat(once), "us")
 
 
+def measure_tcp_connect(key, label, n, addr, ns_s=None, ns_c=None):
+    """bench/limits/tcp_connect.cc: both ends are told how many connections."""
+    def once():
+        port = free_port()
+        rc, out, sout = run_pair([limit_bin("tcp_connect"), "server", addr, port, n],
+                                 [limit_bin("tcp_connect"), "client", addr, port, n],
+                                 ns_s=ns_s, ns_c=ns_c, timeout=30, wait_server=True)
+        v = parse_result(out) if rc == 0 else None
+        if v is None:
+            note_failure("tcp_connect", rc, out, sout)
+        return v
+    cmd = cmdline([limit_bin("tcp_connect"), "client", addr, "<port>", n], ns=ns_c)
+    record(key, label, "limits", cmd, repeat(once), "us")
+
+
 def section_cm():
     """Connection setup through the RDMA CM (cmtime, its connect step per
     connection) on both devices, beside TCP's connect/accept on the same
@@ -805,8 +820,7 @@ def section_cm():
     measure_cmtime("sv.cm.host.connect", "softverbs0 RDMA CM connect (cmtime), per connection", "softverbs-cm",
                    "127.0.0.1", host, host)
     if limit_bin("tcp_connect").exists():
-        measure_limit_pair("limits.tcp_connect.lo", "TCP connect/accept, loopback, per connection", "tcp_connect", n,
-                           "us", "127.0.0.1", wait_server=True)
+        measure_tcp_connect("limits.tcp_connect.lo", "TCP connect/accept, loopback, per connection", n[0], "127.0.0.1")
     try:
         ns = Netns()
     except Exception as e:  # noqa: BLE001 - any failure means: no namespaces here
@@ -816,8 +830,8 @@ def section_cm():
         measure_cmtime("sv.cm.roce.connect", "softverbs_roce0 RDMA CM connect (cmtime), per connection",
                        "softverbs-cm", ns.addr_a, ns.env("a"), ns.env("b"), ns.ns_a, ns.ns_b)
         if limit_bin("tcp_connect").exists():
-            measure_limit_pair("limits.tcp_connect.veth", "TCP connect/accept, veth, per connection", "tcp_connect",
-                               n, "us", ns.addr_a, ns.ns_a, ns.ns_b, wait_server=True)
+            measure_tcp_connect("limits.tcp_connect.veth", "TCP connect/accept, veth, per connection", n[0],
+                                ns.addr_a, ns.ns_a, ns.ns_b)
     finally:
         ns.down()
 

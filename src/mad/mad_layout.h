@@ -9,25 +9,26 @@
 #include <cstdint>
 
 #include "wire/field.h"
+#include "wire/mad_header.h"
 
 namespace softverbs::mad {
 
 using wire::BeField;
 using wire::Field;
 
-inline constexpr size_t kMadBytes = 256;
+inline constexpr size_t kMadBytes = wire::mad_header::kMadBytes;
 
-// IBA 13.4.2 common MAD header.
-using BaseVersion = BeField<0, 1>;
-using MgmtClass = BeField<1, 1>;
-using ClassVersion = BeField<2, 1>;
-using ResponseBit = Field<3, 0, 1>;
-using Method = Field<3, 1, 7>;
-using Status = BeField<4, 2>;
-using ClassSpecific = BeField<6, 2>;
-using TransactionId = BeField<8, 8>;
-using AttributeId = BeField<16, 2>;
-using AttributeModifier = BeField<20, 4>;
+// IBA 13.4.2 common MAD header (wire/mad_header.h).
+using wire::mad_header::AttributeId;
+using wire::mad_header::AttributeModifier;
+using wire::mad_header::BaseVersion;
+using wire::mad_header::ClassSpecific;
+using wire::mad_header::ClassVersion;
+using wire::mad_header::Method;
+using wire::mad_header::MgmtClass;
+using wire::mad_header::ResponseBit;
+using wire::mad_header::Status;
+using wire::mad_header::TransactionId;
 
 // IBA 14.2.1.2 directed-route SMP: the direction bit heads the status word,
 // the hop pointer and count are the class-specific field.

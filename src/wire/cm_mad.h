@@ -19,11 +19,12 @@
 #include <cstdint>
 
 #include "wire/field.h"
+#include "wire/mad_header.h"
 
 namespace softverbs::wire::cm {
 
-inline constexpr size_t kMadBytes = 256;
-inline constexpr size_t kMadHeaderBytes = 24;
+inline constexpr size_t kMadBytes = mad_header::kMadBytes;
+inline constexpr size_t kMadHeaderBytes = mad_header::kHeaderBytes;
 inline constexpr uint8_t kBaseVersion = 1;
 inline constexpr uint8_t kMgmtClassCm = 0x07;
 inline constexpr uint8_t kCmClassVersion = 2;
@@ -47,18 +48,18 @@ enum class AttrId : uint16_t {
   kApr = 0x001a,
 };
 
-// Common MAD header (IBA 13.4.3).
+// Common MAD header (IBA 13.4.3, wire/mad_header.h).
 struct MadHeader {
-  using BaseVersionField = BeField<0, 1>;
-  using MgmtClassField = BeField<1, 1>;
-  using ClassVersionField = BeField<2, 1>;
-  using ResponseField = Field<3, 0, 1>;
-  using MethodField = Field<3, 1, 7>;
-  using StatusField = BeField<4, 2>;
-  using ClassSpecificField = BeField<6, 2>;
-  using TidField = BeField<8, 8>;
-  using AttrIdField = BeField<16, 2>;
-  using AttrModField = BeField<20, 4>;
+  using BaseVersionField = mad_header::BaseVersion;
+  using MgmtClassField = mad_header::MgmtClass;
+  using ClassVersionField = mad_header::ClassVersion;
+  using ResponseField = mad_header::ResponseBit;
+  using MethodField = mad_header::Method;
+  using StatusField = mad_header::Status;
+  using ClassSpecificField = mad_header::ClassSpecific;
+  using TidField = mad_header::TransactionId;
+  using AttrIdField = mad_header::AttributeId;
+  using AttrModField = mad_header::AttributeModifier;
 
   uint8_t base_version = kBaseVersion;
   uint8_t mgmt_class = kMgmtClassCm;

@@ -62,6 +62,27 @@ inline void complete_success(SendSide& s, uint64_t index) {
   s.sq.done = index + 1;
 }
 
+// A WR the link carried out at post on an idle queue, whose answer completes
+// it at once (Link::kPlacedAndDone): it takes its PSNs and retires as
+// complete_success would, without ever occupying a WQE. Nothing is
+// outstanding before or after, so no timer runs.
+inline void complete_at_post(SendSide& s, const ibv_send_wr& wr, uint64_t length, uint32_t packets) {
+  s.requester.next_psn = wire::psn_add(wire::Psn(s.requester.next_psn), packets).value();
+  s.completer.retries_left = s.conn.retry_cnt;
+  s.completer.rnr_left = s.conn.rnr_retry;
+  shm::add_single_writer(s.qp.shared->counters.sent_messages, 1);
+  shm::add_single_writer(s.qp.shared->counters.sent_bytes, length);
+  if (s.qp.sig_all || (wr.send_flags & IBV_SEND_SIGNALED)) {
+    shm::Cqe cqe{};
+    cqe.wr_id = wr.wr_id;
+    cqe.opcode = static_cast<uint8_t>(wr_opcode(wr.opcode)->wc_opcode);
+    cqe.byte_len = static_cast<uint32_t>(length);
+    cqe.qp_num = s.qp.qpn;
+    post_cqe(*s.qp.seg, s.qp.send_cq, cqe, *s.qp.notifier);
+  }
+  s.sq.done = s.sq.next = ++s.sq.posted;
+}
+
 // Progress was made: the local ACK timer starts over for what is still out.
 inline void restart_ack_timer(SendSide& s) {
   if (s.completer.rnr_wait) return;

@@ -42,6 +42,10 @@ class Link {
   // and places the payload, which the peer may be polling for, before the
   // WR is even queued — and return a nonzero token that the WQE keeps in
   // `placed`; its transmit then only reports the answer. 0: not carried out.
+  // A token with kPlacedAndDone set says the answer completes the WR at once
+  // (RC: an ACK; UC: it left): the requester retires it without queueing it
+  // (transport::complete_at_post), and the link has counted its packets.
+  static constexpr uint32_t kPlacedAndDone = 1u << 30;
   virtual uint32_t place_at_post(SendSide&, const ibv_send_wr&, uint64_t /*length*/) { return 0; }
   // Called by a thread that polls an empty CQ of a QP on this fabric: a
   // packet fabric may receive and handle what has arrived on that thread,

@@ -663,7 +663,11 @@ int Qp::post_send(ibv_send_wr* wr, ibv_send_wr** bad) {
                                     side_.conn.link != nullptr
                                 ? side_.conn.link->place_at_post(side_, *wr, length)
                                 : 0;
-    enqueue(*wr, length, placed);
+    if (placed & transport::Link::kPlacedAndDone) {
+      transport::complete_at_post(side_, *wr, length, transport::message_packets(length, side_.conn.mtu));
+    } else {
+      enqueue(*wr, length, placed);
+    }
     wr = wr->next;
   }
   // ibv_post_send(3): bad_wr names the first WR that was not posted.

@@ -239,15 +239,17 @@ struct PlacedAnswer {
 
   static_assert(shm::kQpSlotBits <= 16);
   uint32_t token() const {
+    // Bit 30 is the link's kPlacedAndDone.
     return 1u << 31 | static_cast<uint32_t>(nak) << 24 | static_cast<uint32_t>(rnr_timer & 0x1f) << 19 |
            static_cast<uint32_t>(kind) << 16 | slot;
   }
   static PlacedAnswer of(uint32_t token) {
     return {token & 0xffff, static_cast<transport::Response::Kind>((token >> 16) & 0x7),
-            static_cast<wire::NakCode>((token >> 24) & 0x7f), static_cast<uint8_t>((token >> 19) & 0x1f)};
+            static_cast<wire::NakCode>((token >> 24) & 0x3f), static_cast<uint8_t>((token >> 19) & 0x1f)};
   }
 };
 static_assert(static_cast<uint32_t>(transport::Response::Kind::kDrop) < 8);
+static_assert(static_cast<uint32_t>(wire::NakCode::kInvalidRdRequest) < 0x40);
 
 // The responder's answer, as the completer's events: what the ACKNOWLEDGE,
 // READ response or ATOMIC ACKNOWLEDGE packets would have said on a wire.
@@ -293,14 +295,9 @@ ibv_wc_status HostFabric::transmit(transport::SendSide& s, transport::SendWqe& w
   if (ud && dest_qpn == wire::cm::kGsiQpn) dest_qpn = gsi_agent_for(seg, list);
   shm::QpCounters& counts = s.qp.shared->counters;
   if (w.placed != 0) {
-    // Carried out at post: only its answer is left to report.
+    // Carried out at post, and counted there: only its answer is left to report.
     const PlacedAnswer placed = PlacedAnswer::of(w.placed);
     w.placed = 0;  // a retransmission goes the whole way
-    shm::add_single_writer(counts.sent_packets, w.packets);
-    shm::add_single_writer(counts.port_xmit_packets, w.packets);
-    shm::add_single_writer(counts.port_xmit_bytes, w.length);
-    shm::add_single_writer(counts.port_rcv_packets, w.packets);
-    shm::add_single_writer(counts.port_rcv_bytes, w.length);
     transport::Response resp;
     resp.kind = placed.kind;
     resp.nak = placed.nak;
@@ -472,6 +469,12 @@ uint32_t HostFabric::place_at_post(transport::SendSide& s, const ibv_send_wr& wr
   PeerMemory peer_mem(seg, target.owner);
   transport::TargetMemory& mem = target.local ? static_cast<transport::TargetMemory&>(local_mem) : peer_mem;
   const transport::Response resp = transport::respond(seg, target.slot, req, mem, *s.qp.notifier);
+  shm::QpCounters& counts = s.qp.shared->counters;
+  shm::add_single_writer(counts.sent_packets, req.packets);
+  shm::add_single_writer(counts.port_xmit_packets, req.packets);
+  shm::add_single_writer(counts.port_xmit_bytes, length);
+  shm::add_single_writer(counts.port_rcv_packets, req.packets);
+  shm::add_single_writer(counts.port_rcv_bytes, length);
   if (!target.local) note_path(s, peer_mem);
   if (send) {
     if (resp.kind == transport::Response::Kind::kAck) {
@@ -493,7 +496,10 @@ uint32_t HostFabric::place_at_post(transport::SendSide& s, const ibv_send_wr& wr
                                 std::memory_order_relaxed);
     }
   }
-  return PlacedAnswer{target.slot, resp.kind, resp.nak, resp.rnr_timer}.token();
+  // UC completes once sent, whatever the answer (IBA 9.8); RC on its ACK.
+  const bool done = s.qp.qp_type == IBV_QPT_UC || resp.kind == transport::Response::Kind::kAck;
+  return PlacedAnswer{target.slot, resp.kind, resp.nak, resp.rnr_timer}.token() |
+         (done ? transport::Link::kPlacedAndDone : 0);
 }
 
 }  // namespace softverbs::fabric::host

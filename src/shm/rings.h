@@ -115,15 +115,6 @@ inline void rq_note_polled_shared(RecvQueue& rq, uint64_t index) {
     if (rq.polled.compare_exchange_weak(cur, next, std::memory_order_release, std::memory_order_relaxed)) return;
 }
 
-// The owner, polling the completion of the receive at `index`: starts
-// fetching the first line of the buffer it named (the owner's own entry),
-// which the application reads next and a peer has just written.
-inline void rq_prefetch_landed(const Segment& seg, const RecvQueue& rq, uint64_t index) {
-  const RecvWqe* w = rq_consumer_slot(seg, rq, index);  // an SRQ may be growing in another thread
-  if (__atomic_load_n(&w->num_sge, __ATOMIC_RELAXED) != 0)
-    __builtin_prefetch(reinterpret_cast<const void*>(__atomic_load_n(&w->sge[0].addr, __ATOMIC_RELAXED)), 0);
-}
-
 // Any consumer. Copies the oldest entry out and claims it; *index is its
 // index. Returns false when empty.
 inline bool rq_take(const Segment& seg, RecvQueue& rq, uint64_t* wr_id, Sge* sge, uint32_t* num_sge,

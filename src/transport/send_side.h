@@ -99,13 +99,6 @@ struct LandingHints {
   // Likewise for a SEND: the slot the target's next receive completion
   // goes to, whose line the target is polling.
   std::atomic<uintptr_t> recv_cqe{0};
-  // And the first line of its next receive buffer, which it last read;
-  // found through the last receive L_Key's mapping (the link's, under the
-  // send-side lock).
-  std::atomic<uintptr_t> recv_buf{0};
-  uint32_t recv_lkey = 0;
-  shm::OwnerId recv_owner;
-  intptr_t recv_delta = 0;
 };
 
 struct SendSide {

@@ -152,14 +152,12 @@ void note_recv_polled(shm::Segment& seg, const shm::Cqe& cqe) {
   shm::SharedQp& qp = seg.qp(static_cast<uint32_t>(slot));
   if (qp.srq == 0) {
     if (qp.rq.ring == 0) return;  // an XRC_RECV QP's (it has none)
-    shm::rq_prefetch_landed(seg, qp.rq, cqe.rq_index);
     shm::rq_note_polled(qp.rq, cqe.rq_index);
     return;
   }
   // A basic SRQ: its posts, like a QP's, then need not read the consumers' head.
   shm::SharedSrq& srq = seg.srq(qp.srq - 1);
   if (__atomic_load_n(&srq.rq.ring, __ATOMIC_RELAXED) == 0) return;  // another thread may be growing it
-  shm::rq_prefetch_landed(seg, srq.rq, cqe.rq_index);
   shm::rq_note_polled_shared(srq.rq, cqe.rq_index);
 }
 

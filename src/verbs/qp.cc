@@ -635,9 +635,6 @@ void Qp::prefetch_landing(const ibv_send_wr& wr) {
   } else if (opcode == IBV_WR_SEND || opcode == IBV_WR_SEND_WITH_IMM || opcode == IBV_WR_RDMA_WRITE_WITH_IMM) {
     if (const uintptr_t cqe = side_.hints.recv_cqe.load(std::memory_order_relaxed))
       shm::prefetch_for_write(reinterpret_cast<const void*>(cqe));
-    if (opcode != IBV_WR_RDMA_WRITE_WITH_IMM)
-      if (const uintptr_t buf = side_.hints.recv_buf.load(std::memory_order_relaxed))
-        shm::prefetch_for_write(reinterpret_cast<const void*>(buf));
   }
 }
 

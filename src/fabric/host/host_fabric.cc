@@ -125,41 +125,6 @@ void note_next_recv_cqe(transport::SendSide& s, const shm::Segment& seg, uint32_
   s.hints.recv_cqe.store(reinterpret_cast<uintptr_t>(next), std::memory_order_relaxed);
 }
 
-// Where the target QP's next receive buffer starts, as reachable here
-// (SendSide::hints.recv_buf): the line the next SEND's payload lands in,
-// which the target last read. Not published yet, or not mappable: none.
-// The mapping is looked up again only for a new L_Key: a region's mapping
-// here stays where it is while its registration lives.
-void note_next_recv_buf(transport::SendSide& s, shm::Segment& seg, uint32_t slot, const Target& target,
-                        PeerMemory& peer) {
-  const shm::SharedQp& qp = seg.qp(slot);
-  const shm::RecvQueue& rq = qp.srq != 0 && qp.srq <= shm::kMaxSrqs ? seg.srq(qp.srq - 1).rq : qp.rq;
-  uintptr_t hint = 0;
-  if (__atomic_load_n(&rq.ring, __ATOMIC_RELAXED) != 0) {
-    const uint64_t head = rq.head.load(std::memory_order_relaxed);
-    const shm::RecvWqe* w = shm::rq_consumer_slot(seg, rq, head & ~shm::kRqHeadClosed);
-    if (__atomic_load_n(&w->seq, __ATOMIC_ACQUIRE) == head + 1 && __atomic_load_n(&w->num_sge, __ATOMIC_RELAXED) != 0) {
-      const uint64_t va = __atomic_load_n(&w->sge[0].addr, __ATOMIC_RELAXED);
-      const uint32_t lkey = __atomic_load_n(&w->sge[0].lkey, __ATOMIC_RELAXED);
-      transport::LandingHints& h = s.hints;
-      if (target.local) {
-        hint = static_cast<uintptr_t>(va);
-      } else if (lkey == h.recv_lkey && h.recv_owner == target.owner) {
-        hint = static_cast<uintptr_t>(va + static_cast<uint64_t>(h.recv_delta));
-      } else if (const shm::SharedMr& mr = seg.mr(transport::mr_slot_of_key(lkey));
-                 !transport::is_window_key(lkey) && mr.lkey == lkey && mr.owner == target.owner) {
-        if (const char* p = peer.direct(mr, va, 1)) {
-          hint = reinterpret_cast<uintptr_t>(p);
-          h.recv_lkey = lkey;
-          h.recv_owner = target.owner;
-          h.recv_delta = reinterpret_cast<intptr_t>(p) - static_cast<intptr_t>(va);
-        }
-      }
-    }
-  }
-  s.hints.recv_buf.store(hint, std::memory_order_relaxed);
-}
-
 // For `softverbs status`: the slowest path our requests needed.
 void note_path(transport::SendSide& s, const PeerMemory& mem) {
   if (mem.used() == Path::kLocal) return;  // it moved no bytes: nothing learnt
@@ -407,7 +372,6 @@ ibv_wc_status HostFabric::transmit(transport::SendSide& s, transport::SendWqe& w
     }
   } else if (answered && (op->kind == ReqKind::kSend || op->has_imm) && !ud && !xrc) {  // a receive completion
     note_next_recv_cqe(s, seg, target.slot);
-    if (op->kind == ReqKind::kSend) note_next_recv_buf(s, seg, target.slot, target, peer_mem);
   }
   if (!target.local) note_path(s, peer_mem);
   // UC and UD answer nothing: the requester completes them once sent.
@@ -479,7 +443,6 @@ uint32_t HostFabric::place_at_post(transport::SendSide& s, const ibv_send_wr& wr
   if (send) {
     if (resp.kind == transport::Response::Kind::kAck) {
       note_next_recv_cqe(s, seg, target.slot);
-      note_next_recv_buf(s, seg, target.slot, target, peer_mem);
     }
   } else if (resp.kind == transport::Response::Kind::kAck &&
              req.rkey != s.hints.write_rkey.load(std::memory_order_relaxed)) {

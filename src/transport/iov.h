@@ -79,4 +79,37 @@ inline void scatter_from(IoCursor& dst, const void* src, uint64_t n) {
   }
 }
 
+// gather_into/scatter_from for a list from `offset`. The usual case, the
+// whole list from its start, walks the iovecs directly: the cursor's
+// bookkeeping cost more than the few bytes of a small message.
+inline void gather_list(void* dst, const IoList& src, uint64_t offset, uint64_t n) {
+  if (offset == 0) {
+    auto* d = static_cast<char*>(dst);
+    for (uint32_t i = 0; i < src.count && n > 0; ++i) {
+      const uint64_t k = src.iov[i].iov_len < n ? src.iov[i].iov_len : n;
+      std::memcpy(d, src.iov[i].iov_base, k);
+      d += k;
+      n -= k;
+    }
+    return;
+  }
+  IoCursor c(src, offset);
+  gather_into(dst, c, n);
+}
+
+inline void scatter_list(const IoList& dst, uint64_t offset, const void* src, uint64_t n) {
+  if (offset == 0) {
+    auto* s = static_cast<const char*>(src);
+    for (uint32_t i = 0; i < dst.count && n > 0; ++i) {
+      const uint64_t k = dst.iov[i].iov_len < n ? dst.iov[i].iov_len : n;
+      std::memcpy(dst.iov[i].iov_base, s, k);
+      s += k;
+      n -= k;
+    }
+    return;
+  }
+  IoCursor c(dst, offset);
+  scatter_from(c, src, n);
+}
+
 }  // namespace softverbs::transport

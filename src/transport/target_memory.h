@@ -48,17 +48,15 @@ class LocalMemory final : public TargetMemory {
   Status write(const shm::SharedMr& mr, uint64_t va, const IoList& src, uint64_t src_offset, uint64_t length) override {
     if (on_demand(mr) && !util::fault_in(va, length, true)) [[unlikely]]
       return Status::error(EFAULT);
-    IoCursor c(src, src_offset);
     const UnsyncedAccess placement;
-    gather_into(reinterpret_cast<void*>(va), c, length);
+    gather_list(reinterpret_cast<void*>(va), src, src_offset, length);
     return Status::ok();
   }
   Status read(const shm::SharedMr& mr, uint64_t va, uint64_t length, const IoList& dst, uint64_t dst_offset) override {
     if (on_demand(mr) && !util::fault_in(va, length, false)) [[unlikely]]
       return Status::error(EFAULT);
-    IoCursor c(dst, dst_offset);
     const UnsyncedAccess placement;
-    scatter_from(c, reinterpret_cast<const void*>(va), length);
+    scatter_list(dst, dst_offset, reinterpret_cast<const void*>(va), length);
     return Status::ok();
   }
   Status atomic(const shm::SharedMr& mr, uint64_t va, AtomicOp op, uint64_t compare_add, uint64_t swap,

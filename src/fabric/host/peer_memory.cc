@@ -291,11 +291,10 @@ Status PeerMemory::transfer(const shm::SharedMr& mr, uint64_t va, uint64_t lengt
   if (length == 0) return Status::ok();
   if (char* p = mapped(mr, va, length)) {
     note(Path::kMap);
-    transport::IoCursor c(local, local_offset);
     if (to_target)
-      transport::gather_into(p, c, length);
+      transport::gather_list(p, local, local_offset, length);
     else
-      transport::scatter_from(c, p, length);
+      transport::scatter_list(local, local_offset, p, length);
     return Status::ok();
   }
   if (path_cap() == Path::kMap && path_strict()) return refuse_fallback("the region is not mapped here");

@@ -203,6 +203,9 @@ Status UdpFabric::start(DeviceHost& host, const std::vector<wire::Gid>& gids, ui
     faults_ = std::make_unique<FaultLink>(
         fabric::port().faults,
         [this](size_t i, const wire::Gid& to, std::span<const uint8_t> d) { send_raw(endpoints_[i], to, d); },
+        [this](size_t i, const wire::Gid& to, std::span<const std::span<uint8_t>> d) {
+          send_runs(endpoints_[i], to, d, true);
+        },
         host.notifier().port_counters());
     faults_->start();
     SV_LOG(kInfo, "RoCE: faults on the wire: %s", fault::format_fault_config(fabric::port().faults).c_str());
@@ -385,10 +388,30 @@ void UdpFabric::send(const Endpoint& ep, const wire::Gid& to, std::span<uint8_t>
 
 void UdpFabric::send_many(const Endpoint& ep, const wire::Gid& to, std::span<const std::span<uint8_t>> packets) {
   if (packets.empty()) return;
-  if (faults_ != nullptr) {
-    for (std::span<uint8_t> ib : packets) send(ep, to, ib);
+  if (faults_ == nullptr) {
+    send_runs(ep, to, packets, false);
     return;
   }
+  // The injector decides per packet, as on a wire; what it lets through now
+  // still leaves in GSO runs (FaultLink::send_many), so a lossy run measures
+  // the same send path as a clean one.
+  constexpr size_t kChunk = 64;
+  std::span<uint8_t> sealed[kChunk];
+  size_t n = 0;
+  for (std::span<uint8_t> ib : packets) {
+    if (!seal(ep, to, ib)) continue;
+    sealed[n++] = ib;
+    if (n == kChunk) {
+      faults_->send_many(static_cast<size_t>(&ep - endpoints_.data()), to, {sealed, n});
+      n = 0;
+    }
+  }
+  if (n > 0) faults_->send_many(static_cast<size_t>(&ep - endpoints_.data()), to, {sealed, n});
+}
+
+void UdpFabric::send_runs(const Endpoint& ep, const wire::Gid& to, std::span<const std::span<uint8_t>> packets,
+                          bool sealed) {
+  if (packets.empty()) return;
   // One message's packets: one destination QP, one socket, one syscall.
   // A run of packets of one size (the middle of a burst; a shorter last one
   // may end it) is one GSO datagram (UDP_SEGMENT): the kernel cuts it into
@@ -397,6 +420,11 @@ void UdpFabric::send_many(const Endpoint& ep, const wire::Gid& to, std::span<con
   // identifications 0, 1, 2, ... (DF set, unconnected socket: checked on
   // 6.18 with a capture), so packet k of a run is sealed for identification
   // k; a packet alone stays a plain datagram with identification 0.
+  // `sealed` packets (through the FaultLink, perhaps corrupted) have their
+  // ICRC for identification 0: segment k's is moved to k by the CRC's
+  // linearity, which leaves a corrupted one as wrong as it was. A packet
+  // whose (corrupted) QPN picks another socket than the first ends the call:
+  // its source port is in its ICRC.
   constexpr size_t kMaxMsgs = 16;
   constexpr size_t kMaxIov = 64;
   // A UDP datagram's payload under a 20-byte IPv4 header, and the segment
@@ -414,16 +442,24 @@ void UdpFabric::send_many(const Endpoint& ep, const wire::Gid& to, std::span<con
   size_t n = 0;
   size_t used = 0;  // iovecs
   size_t next = 0;  // packets taken
-  while (next < packets.size() && n < kMaxMsgs && used < kMaxIov) {
+  const size_t socket = tx_socket_of(packets[0]);
+  while (next < packets.size() && n < kMaxMsgs && used < kMaxIov && tx_socket_of(packets[next]) == socket) {
     const size_t segment = packets[next].size();
     const size_t first = used;
     uint64_t bytes = 0;
     uint16_t k = 0;
     while (next < packets.size() && used < kMaxIov && k < max_run) {
       const std::span<uint8_t> ib = packets[next];
-      if (k > 0 && (ib.size() > segment || bytes + ib.size() > kMaxGsoBytes)) break;
+      if (k > 0 && (ib.size() > segment || bytes + ib.size() > kMaxGsoBytes || tx_socket_of(ib) != socket)) break;
       ++next;
-      if (!seal(ep, to, ib, k)) continue;
+      if (sealed) {
+        if (k > 0 && ep.version == wire::IpVersion::kV4) {
+          uint8_t* icrc = ib.data() + ib.size() - wire::kIcrcBytes;
+          store_le32(icrc, load_le32(icrc) ^ wire::icrc_ipv4_id_delta(ib.size(), k));
+        }
+      } else if (!seal(ep, to, ib, k)) {
+        continue;
+      }
       iov[used++] = {ib.data(), ib.size()};
       bytes += ib.size();
       ++k;
@@ -451,7 +487,7 @@ void UdpFabric::send_many(const Endpoint& ep, const wire::Gid& to, std::span<con
     ++n;
   }
   shm::PortCounters& c = host_->notifier().port_counters();
-  const int sent = n == 0 ? 0 : sendmmsg(ep.tx_fd[tx_socket_of(packets[0])], msgs, static_cast<unsigned>(n), MSG_DONTWAIT);
+  const int sent = n == 0 ? 0 : sendmmsg(ep.tx_fd[socket], msgs, static_cast<unsigned>(n), MSG_DONTWAIT);
   if (sent < 0 && (errno == EIO || errno == EINVAL) && packets_of[0] > 1 && gso_.exchange(false)) {
     // No UDP GSO on this path (no checksum offload, an old kernel): plain
     // datagrams from now on. These packets are lost; the requester resends.
@@ -471,7 +507,7 @@ void UdpFabric::send_many(const Endpoint& ep, const wire::Gid& to, std::span<con
   if (lost != 0) c.send_errors.fetch_add(lost, std::memory_order_relaxed);
   c.xmit_packets.fetch_add(ok_packets, std::memory_order_relaxed);
   c.xmit_bytes.fetch_add(ok_bytes, std::memory_order_relaxed);
-  if (next < packets.size()) send_many(ep, to, packets.subspan(next));
+  if (next < packets.size()) send_runs(ep, to, packets.subspan(next), sealed);
 }
 
 void UdpFabric::send_raw(const Endpoint& ep, const wire::Gid& to, std::span<const uint8_t> ib) {

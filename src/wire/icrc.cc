@@ -119,15 +119,20 @@ uint32_t icrc_ipv4_id_delta(size_t ib_length, uint16_t id) {
   return mult_mod_p(register_of(id), shift_bytes(bytes_after_ipv4_id(ib_length)));
 }
 
-bool IcrcIdTolerance::accepts(uint32_t id0, uint32_t got, size_t ib_length) {
-  if (id0 == got) return true;
+void IcrcIdDeltas::build(size_t ib_length) {
+  const uint32_t shift = shift_bytes(bytes_after_ipv4_id(ib_length));
+  for (uint16_t k = 0; k < kIds; ++k) delta_[k] = mult_mod_p(register_of(k), shift);
+  length_ = ib_length;
+}
+
+uint32_t IcrcIdDeltas::delta(size_t ib_length, uint16_t id) {
+  if (ib_length != length_) build(ib_length);
+  return delta_[id % kIds];
+}
+
+bool IcrcIdDeltas::is_delta(size_t ib_length, uint32_t diff) {
   if (ib_length < kIcrcBytes) return false;
-  if (ib_length != length_) {
-    const uint32_t shift = shift_bytes(bytes_after_ipv4_id(ib_length));
-    for (uint16_t k = 0; k < kIds; ++k) delta_[k] = mult_mod_p(register_of(k), shift);
-    length_ = ib_length;
-  }
-  const uint32_t diff = id0 ^ got;
+  if (ib_length != length_) build(ib_length);
   for (uint16_t k = 1; k < kIds; ++k)
     if (delta_[k] == diff) return true;
   return false;

@@ -57,24 +57,40 @@ enum class IcrcStatus : uint8_t { kOk = 0, kMismatch, kMalformed };
 // IPv4 header (contract 5).
 [[nodiscard]] uint32_t icrc_ipv4_id_delta(size_t ib_length, uint16_t id);
 
-// A UDP receiver cannot see the IPv4 identification its datagram came with,
-// and the ICRC covers it: Linux gives the segments of one UDP GSO send with
-// DF set identifications 0, 1, 2, ... (one sent alone gets 0). This accepts
-// an ICRC computed for identification 0 or for any k < kIds; the deltas of
-// the last packet length seen are kept, so a stream of full-MTU packets
-// pays one table per length change, then a scan of kIds words on mismatch.
-class IcrcIdTolerance {
+// The deltas of identifications 0 .. kIds-1 for one IB packet length at a
+// time: a stream of full-MTU packets pays one table per length change (about
+// a microsecond), then a load per packet.
+class IcrcIdDeltas {
  public:
   // The most segments one GSO send may carry (UDP_MAX_SEGMENTS is 64 on
   // older kernels), so the most identifications a receiver accepts.
   static constexpr uint16_t kIds = 64;
-  // True when `got` (the ICRC the packet carries) is its ICRC for some
-  // identification k < kIds, `id0` being its ICRC for identification 0.
-  [[nodiscard]] bool accepts(uint32_t id0, uint32_t got, size_t ib_length);
+  // icrc_ipv4_id_delta(ib_length, id). REQUIRES: id < kIds.
+  [[nodiscard]] uint32_t delta(size_t ib_length, uint16_t id);
+  // Whether `diff` is the delta of some identification 1 .. kIds-1.
+  [[nodiscard]] bool is_delta(size_t ib_length, uint32_t diff);
 
  private:
+  void build(size_t ib_length);
   size_t length_ = 0;  // 0: no table yet
   std::array<uint32_t, kIds> delta_{};
+};
+
+// A UDP receiver cannot see the IPv4 identification its datagram came with,
+// and the ICRC covers it: Linux gives the segments of one UDP GSO send with
+// DF set identifications 0, 1, 2, ... (one sent alone gets 0). This accepts
+// an ICRC computed for identification 0 or for any k < kIds.
+class IcrcIdTolerance {
+ public:
+  static constexpr uint16_t kIds = IcrcIdDeltas::kIds;
+  // True when `got` (the ICRC the packet carries) is its ICRC for some
+  // identification k < kIds, `id0` being its ICRC for identification 0.
+  [[nodiscard]] bool accepts(uint32_t id0, uint32_t got, size_t ib_length) {
+    return id0 == got || deltas_.is_delta(ib_length, id0 ^ got);
+  }
+
+ private:
+  IcrcIdDeltas deltas_;
 };
 
 // Bytes of IP plus UDP header at the front of `datagram`, or 0 if its first

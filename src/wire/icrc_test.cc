@@ -124,6 +124,13 @@ TEST(Icrc, IdentificationDeltaIsLinear) {
   }
 }
 
+TEST(Icrc, DeltaTableMatchesTheDirectDelta) {
+  IcrcIdDeltas d;
+  for (size_t length : {size_t{16}, size_t{4124}, size_t{16}, size_t{1052}})
+    for (uint16_t id = 0; id < IcrcIdDeltas::kIds; ++id)
+      EXPECT_EQ(d.delta(length, id), icrc_ipv4_id_delta(length, id)) << length << " " << id;
+}
+
 TEST(Icrc, ToleranceAcceptsSmallIdentificationsOnly) {
   IcrcIdTolerance t;
   for (size_t extra : {size_t{0}, size_t{4096}, size_t{0}}) {  // a length change rebuilds the table

@@ -20,6 +20,13 @@ class FaultLink::Out final : public fault::Sink {
     Batch& b = link_.batch_;
     if (link_.batching_ && b.endpoint == endpoint && b.peer == peer && datagram.size() <= wire::kMaxPacketBytes) {
       if (b.count == kBatch) link_.flush_batch();
+      if (datagram.data() == b.current.data() && datagram.size() == b.current.size() && !b.current_taken) {
+        // The caller's own bytes, untouched: no copy. A duplicate of them is
+        // copied, since the sender rewrites each segment's ICRC in place.
+        b.current_taken = true;
+        b.datagrams[b.count++] = b.current;
+        return;
+      }
       const std::span<uint8_t> slot(b.bytes.get() + b.count * wire::kMaxPacketBytes, datagram.size());
       std::memcpy(slot.data(), datagram.data(), datagram.size());
       b.datagrams[b.count++] = slot;
@@ -58,7 +65,12 @@ void FaultLink::send_many(size_t endpoint, const wire::Gid& to, std::span<const 
   batch_.peer = peer;
   batch_.count = 0;
   const auto now = fault::Clock::now();
-  for (std::span<uint8_t> d : datagrams) injector_.submit(d, now, out, Out::tag(endpoint, peer));
+  for (std::span<uint8_t> d : datagrams) {
+    batch_.current = d;
+    batch_.current_taken = false;
+    injector_.submit(d, now, out, Out::tag(endpoint, peer));
+  }
+  batch_.current = {};
   flush_batch();
   batching_ = false;
   mirror_counters();

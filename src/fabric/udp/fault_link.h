@@ -68,6 +68,8 @@ class FaultLink {
     size_t count = 0;
     std::unique_ptr<uint8_t[]> bytes;  // kBatch slots of wire::kMaxPacketBytes
     std::array<std::span<uint8_t>, kBatch> datagrams{};
+    std::span<uint8_t> current;  // the datagram being submitted
+    bool current_taken = false;  // it is in `datagrams` already
   };
   void flush_batch();  // REQUIRES: mu_ held
 

@@ -454,8 +454,9 @@ void UdpFabric::send_runs(const Endpoint& ep, const wire::Gid& to, std::span<con
       ++next;
       if (sealed) {
         if (k > 0 && ep.version == wire::IpVersion::kV4) {
+          thread_local wire::IcrcIdDeltas deltas;
           uint8_t* icrc = ib.data() + ib.size() - wire::kIcrcBytes;
-          store_le32(icrc, load_le32(icrc) ^ wire::icrc_ipv4_id_delta(ib.size(), k));
+          store_le32(icrc, load_le32(icrc) ^ deltas.delta(ib.size(), k));
         }
       } else if (!seal(ep, to, ib, k)) {
         continue;

@@ -291,8 +291,11 @@ int UdpFabric::receive_batch(size_t index) {
     // had come alone, its payload placed straight from this buffer.
     const uint8_t* data = static_cast<const uint8_t*>(iov[i].iov_base);
     const size_t len = msgs[i].msg_len;
-    size_t segment = gro_segment_size(msgs[i].msg_hdr);
-    if (segment == 0 || segment > len) segment = len;
+    const size_t segment = gro_segment_size(msgs[i].msg_hdr);
+    if (segment == 0 || segment >= len) {
+      on_datagram(ep, from, {data, len}, true);  // one datagram (an empty one is malformed there)
+      continue;
+    }
     for (size_t off = 0; off < len; off += segment)
       on_datagram(ep, from, {data + off, std::min(segment, len - off)}, true);
   }

@@ -71,7 +71,72 @@ std::optional<uint32_t> datagram_icrc(std::span<const uint8_t> datagram) {
                       datagram.subspan(head, datagram.size() - head - kIcrcBytes));
 }
 
+// Arithmetic modulo the CRC-32 polynomial, bit-reflected as the CRC runs
+// (bit 31 is x^0), as in zlib's crc32_combine.
+constexpr uint32_t kPoly = 0xedb88320u;
+
+uint32_t mult_mod_p(uint32_t a, uint32_t b) {
+  uint32_t product = 0;
+  for (uint32_t m = 1u << 31; m != 0; m >>= 1) {
+    if ((a & m) != 0) product ^= b;
+    b = (b & 1) != 0 ? (b >> 1) ^ kPoly : b >> 1;
+  }
+  return product;
+}
+
+// x^(8 * bytes) mod P: what `bytes` zero bytes after a value do to the CRC
+// register, as a factor.
+uint32_t shift_bytes(size_t bytes) {
+  uint32_t square = 1u << 30;  // x^1
+  // x^8 first: square three times.
+  for (int i = 0; i < 3; ++i) square = mult_mod_p(square, square);
+  uint32_t p = 1u << 31;  // x^0
+  for (; bytes != 0; bytes >>= 1) {
+    if ((bytes & 1) != 0) p = mult_mod_p(p, square);
+    square = mult_mod_p(square, square);
+  }
+  return p;
+}
+
+// The CRC register after the two bytes of `id` (big-endian) from a zero
+// register, without complements: the difference they make where they stand.
+uint32_t register_of(uint16_t id) {
+  uint32_t crc = 0;
+  for (const uint8_t byte : {static_cast<uint8_t>(id >> 8), static_cast<uint8_t>(id)}) {
+    crc ^= byte;
+    for (int bit = 0; bit < 8; ++bit) crc = (crc & 1) != 0 ? (crc >> 1) ^ kPoly : crc >> 1;
+  }
+  return crc;
+}
+
+// Covered bytes after the identification: the rest of a 20-byte IPv4
+// header (offset 6 on), the UDP header, the IB packet but its ICRC.
+size_t bytes_after_ipv4_id(size_t ib_length) { return (kIpv4MinBytes - 6) + kUdpBytes + ib_length - kIcrcBytes; }
+
 }  // namespace
+
+uint32_t icrc_ipv4_id_delta(size_t ib_length, uint16_t id) {
+  return mult_mod_p(register_of(id), shift_bytes(bytes_after_ipv4_id(ib_length)));
+}
+
+void IcrcIdDeltas::build(size_t ib_length) {
+  const uint32_t shift = shift_bytes(bytes_after_ipv4_id(ib_length));
+  for (uint16_t k = 0; k < kIds; ++k) delta_[k] = mult_mod_p(register_of(k), shift);
+  length_ = ib_length;
+}
+
+uint32_t IcrcIdDeltas::delta(size_t ib_length, uint16_t id) {
+  if (ib_length != length_) build(ib_length);
+  return delta_[id % kIds];
+}
+
+bool IcrcIdDeltas::is_delta(size_t ib_length, uint32_t diff) {
+  if (ib_length < kIcrcBytes) return false;
+  if (ib_length != length_) build(ib_length);
+  for (uint16_t k = 1; k < kIds; ++k)
+    if (delta_[k] == diff) return true;
+  return false;
+}
 
 size_t ip_udp_header_length(std::span<const uint8_t> datagram) {
   if (datagram.empty()) return 0;

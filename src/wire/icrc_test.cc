@@ -93,6 +93,69 @@ TEST(Icrc, Ipv4IdentificationAndFragmentFieldsAreCovered) {
   EXPECT_EQ(icrc_check(d), IcrcStatus::kMismatch);
 }
 
+// The golden IPv4 packet with identification `id` and, optionally, `len`
+// bytes of IB packet (BTH .. ICRC) of which the golden one is a prefix.
+std::vector<uint8_t> with_id(uint16_t id, size_t extra = 0) {
+  std::vector<uint8_t> d = bytes(kV4SendOnly);
+  d.insert(d.end() - 4, extra, uint8_t{0x5a});
+  const size_t total = d.size();
+  d[2] = uint8_t(total >> 8);
+  d[3] = uint8_t(total);
+  d[24] = uint8_t((total - 20) >> 8);  // UDP length
+  d[25] = uint8_t(total - 20);
+  d[4] = uint8_t(id >> 8);
+  d[5] = uint8_t(id);
+  EXPECT_EQ(icrc_generate(d), IcrcStatus::kOk);
+  return d;
+}
+
+uint32_t stored_icrc(std::span<const uint8_t> d) {
+  return uint32_t(d[d.size() - 4]) | uint32_t(d[d.size() - 3]) << 8 | uint32_t(d[d.size() - 2]) << 16 |
+         uint32_t(d[d.size() - 1]) << 24;
+}
+
+TEST(Icrc, IdentificationDeltaIsLinear) {
+  for (size_t extra : {size_t{0}, size_t{1}, size_t{1000}, size_t{4096}}) {
+    const uint32_t id0 = stored_icrc(with_id(0, extra));
+    const size_t ib_length = sizeof kV4SendOnly - 28 + extra;
+    for (uint16_t id : {uint16_t{1}, uint16_t{2}, uint16_t{63}, uint16_t{0x1234}, uint16_t{0xffff}})
+      EXPECT_EQ(stored_icrc(with_id(id, extra)), id0 ^ icrc_ipv4_id_delta(ib_length, id))
+          << "extra " << extra << " id " << id;
+  }
+}
+
+TEST(Icrc, DeltaTableMatchesTheDirectDelta) {
+  IcrcIdDeltas d;
+  for (size_t length : {size_t{16}, size_t{4124}, size_t{16}, size_t{1052}})
+    for (uint16_t id = 0; id < IcrcIdDeltas::kIds; ++id)
+      EXPECT_EQ(d.delta(length, id), icrc_ipv4_id_delta(length, id)) << length << " " << id;
+}
+
+TEST(Icrc, ToleranceAcceptsSmallIdentificationsOnly) {
+  IcrcIdTolerance t;
+  for (size_t extra : {size_t{0}, size_t{4096}, size_t{0}}) {  // a length change rebuilds the table
+    const uint32_t id0 = stored_icrc(with_id(0, extra));
+    const size_t ib_length = sizeof kV4SendOnly - 28 + extra;
+    for (uint16_t id = 0; id < IcrcIdTolerance::kIds; ++id)
+      EXPECT_TRUE(t.accepts(id0, stored_icrc(with_id(id, extra)), ib_length)) << id;
+    EXPECT_FALSE(t.accepts(id0, stored_icrc(with_id(IcrcIdTolerance::kIds, extra)), ib_length));
+    EXPECT_FALSE(t.accepts(id0, stored_icrc(with_id(0xffff, extra)), ib_length));
+    // Any single-bit corruption of a packet sent with identification 5 is
+    // still refused: the tolerance is for the identification only.
+    std::vector<uint8_t> d = with_id(5, extra);
+    for (size_t i = 28; i + 4 < d.size(); i += 7) {
+      d[i] ^= 0x10;
+      std::vector<uint8_t> as0 = d;
+      as0[4] = as0[5] = 0;
+      ASSERT_EQ(icrc_generate(as0), IcrcStatus::kOk);
+      if (i != 32) {  // BTH byte 4 is masked
+        EXPECT_FALSE(t.accepts(stored_icrc(as0), stored_icrc(with_id(5, extra)), ib_length)) << i;
+      }
+      d[i] ^= 0x10;
+    }
+  }
+}
+
 TEST(Icrc, SplitHeadersEqualContiguous) {
   const std::span<const uint8_t> d(kV6UdSendOnlyImm);
   std::vector<uint8_t> head(d.begin(), d.begin() + 48);

@@ -24,6 +24,7 @@
 
 #include "fabric/fault/fault_injector.h"
 #include "shm/objects.h"
+#include "wire/packet.h"
 #include "wire/roce_udp.h"
 
 namespace softverbs::fabric::udp {
@@ -32,8 +33,12 @@ class FaultLink {
  public:
   // Sends one datagram for real: from endpoint `endpoint` to `to`.
   using RawSend = std::function<void(size_t endpoint, const wire::Gid& to, std::span<const uint8_t> datagram)>;
+  // Sends several datagrams of one message for real, in one call (GSO runs);
+  // it may rewrite their bytes (the ICRC for a segment's identification).
+  using RawSendMany =
+      std::function<void(size_t endpoint, const wire::Gid& to, std::span<const std::span<uint8_t>> datagrams)>;
 
-  FaultLink(const fault::FaultConfig& config, RawSend raw, shm::PortCounters& counters);
+  FaultLink(const fault::FaultConfig& config, RawSend raw, RawSendMany raw_many, shm::PortCounters& counters);
   FaultLink(const FaultLink&) = delete;
   FaultLink& operator=(const FaultLink&) = delete;
 
@@ -41,6 +46,9 @@ class FaultLink {
   void start();
 
   void send(size_t endpoint, const wire::Gid& to, std::span<const uint8_t> datagram);
+  // Datagrams of one message: each submitted on its own; those that leave
+  // at once go out together through RawSendMany, in their order.
+  void send_many(size_t endpoint, const wire::Gid& to, std::span<const std::span<uint8_t>> datagrams);
 
  private:
   class Out;
@@ -51,7 +59,24 @@ class FaultLink {
   size_t peer_index(const wire::Gid& to);
   void mirror_counters();
 
+  // What send_many gathers, copied (the injector's bytes live only during
+  // its call); guarded by mu_. Allocated once, at construction.
+  static constexpr size_t kBatch = 64;
+  struct Batch {
+    size_t endpoint = 0;
+    size_t peer = 0;
+    size_t count = 0;
+    std::unique_ptr<uint8_t[]> bytes;  // kBatch slots of wire::kMaxPacketBytes
+    std::array<std::span<uint8_t>, kBatch> datagrams{};
+    std::span<uint8_t> current;  // the datagram being submitted
+    bool current_taken = false;  // it is in `datagrams` already
+  };
+  void flush_batch();  // REQUIRES: mu_ held
+
   RawSend raw_;
+  RawSendMany raw_many_;
+  Batch batch_;
+  bool batching_ = false;  // guarded by mu_: send_many is gathering
   shm::PortCounters& counters_;
   std::mutex mu_;
   std::condition_variable wake_;

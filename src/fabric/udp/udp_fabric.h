@@ -12,10 +12,16 @@
 //
 // The sender knows the exact IP header that leaves the host, as the ICRC
 // requires: unconnected sockets with path-MTU discovery on, so Linux sends
-// IPv4 with DF set and identification 0; TOS, TTL, flow label and the UDP
+// IPv4 with DF set and identification 0, and the segments of one UDP GSO
+// send identifications 0, 1, 2, ...; TOS, TTL, flow label and the UDP
 // checksum are masked by the ICRC. The receiver checks the ICRC against the
-// same reconstruction (a peer that sends IPv4 identifications other than 0 —
-// Linux's rxe does — fails it: see DESIGN.md).
+// same reconstruction for an identification below 64 (it cannot see the
+// one that came; a peer whose identifications run higher — Linux's rxe —
+// fails it: see DESIGN.md).
+//
+// Bandwidth: a message's equal-sized packets leave as one GSO datagram
+// (UDP_SEGMENT) and receive sockets take coalesced buffers (UDP_GRO), so a
+// 64 KiB burst crosses the kernel as one buffer each way.
 //
 // One process per address receives (the first to bind it) and forwards the
 // packets of other processes' QPs to them (forwarder.h); they send from
@@ -89,11 +95,13 @@ class UdpFabric final : public transport::Link {
   // and held until they are handled, so that one socket's packets are
   // handled in the order they came, whichever thread reads them.
   static constexpr unsigned kRxBatch = 16;
+  // One read: a datagram, or a UDP_GRO buffer of up to 64 KiB of them.
+  static constexpr size_t kRxBufferBytes = 65536;
   struct Receiver {
     std::mutex mu;
     // Bound to the device's port; -1 while another process receives for the address.
     std::atomic<int> fd{-1};
-    std::unique_ptr<uint8_t[]> buffers;  // kRxBatch packets; under mu
+    std::unique_ptr<uint8_t[]> buffers;  // kRxBatch reads; under mu
   };
 
   void receive_loop(size_t endpoint);
@@ -110,9 +118,15 @@ class UdpFabric final : public transport::Link {
   // Fills in the ICRC of `ib` (BTH .. ICRC slot) and sends it to `to`,
   // through the FaultLink when there is one.
   void send(const Endpoint& ep, const wire::Gid& to, std::span<uint8_t> ib);
-  // Packets of one message (one destination QP): one sendmmsg.
+  // Packets of one message (one destination QP): one sendmmsg, runs of
+  // equal-sized packets in it as GSO sends; through the FaultLink when there
+  // is one.
   void send_many(const Endpoint& ep, const wire::Gid& to, std::span<const std::span<uint8_t>> packets);
-  bool seal(const Endpoint& ep, const wire::Gid& to, std::span<uint8_t> ib);  // fills in the ICRC
+  // The sendmmsg of send_many. `sealed`: the ICRCs are there already, for
+  // identification 0 (the FaultLink's packets).
+  void send_runs(const Endpoint& ep, const wire::Gid& to, std::span<const std::span<uint8_t>> packets, bool sealed);
+  // Fills in the ICRC, for an IPv4 identification `ipv4_id` (a GSO segment's index).
+  bool seal(const Endpoint& ep, const wire::Gid& to, std::span<uint8_t> ib, uint16_t ipv4_id = 0);
   void send_raw(const Endpoint& ep, const wire::Gid& to, std::span<const uint8_t> datagram);
   bool icrc_ok(const Endpoint& ep, const wire::Gid& to, const Peer& from, std::span<const uint8_t> ib) const;
   const Endpoint* endpoint_for(uint8_t sgid_index) const;
@@ -140,6 +154,9 @@ class UdpFabric final : public transport::Link {
   std::vector<Endpoint> endpoints_;
   std::unique_ptr<Receiver[]> receivers_;  // one per endpoint
   uint16_t dst_port_ = wire::kRoceV2Port;
+  // Runs of equal-sized packets leave as GSO datagrams: until the kernel
+  // refuses one, or SOFTVERBS_ROCE_GSO=0.
+  std::atomic<bool> gso_{true};
   std::unique_ptr<FaultLink> faults_;  // SOFTVERBS_FAULTS only
   Forwarder forwarder_;
 };

@@ -51,11 +51,28 @@ void UdpFabric::on_request(const Endpoint& ep, const wire::Gid& to, const Peer& 
     f.ib_length = v.bytes().size();
     wire::write_roce_grh(grh, f);
   }
+  // The answer's packets are gathered and leave together (send_many), so
+  // that a READ response burst goes as GSO sends, as a request burst does.
+  // The builder reuses one buffer per packet: each is copied here.
+  constexpr size_t kBatch = 16;
   struct ToPeer final : transport::PacketSink {
     UdpFabric* fabric;
     const Endpoint* ep;
     const wire::Gid* to;
-    void send(std::span<uint8_t> packet) override { fabric->send(*ep, *to, packet); }
+    size_t count = 0;
+    std::span<uint8_t> ready[kBatch];
+    uint8_t slots[kBatch][kMaxIbPacket];
+    void send(std::span<uint8_t> packet) override {
+      if (packet.size() > kMaxIbPacket) return;  // cannot be built: the builder's buffer is this size
+      if (count == kBatch) flush();
+      std::memcpy(slots[count], packet.data(), packet.size());
+      ready[count] = {slots[count], packet.size()};
+      ++count;
+    }
+    void flush() {
+      if (count > 0) fabric->send_many(*ep, *to, {ready, count});
+      count = 0;
+    }
   } to_peer;
   to_peer.fabric = this;
   to_peer.ep = &ep;
@@ -80,11 +97,13 @@ void UdpFabric::on_request(const Endpoint& ep, const wire::Gid& to, const Peer& 
         const auto* s = static_cast<Serve*>(arg);
         transport::serve_request_packet(*s->seg, s->slot, *s->v, s->mtu, nullptr, mem, *s->notifier, *s->sink);
       }, &serve);
+      to_peer.flush();
       return;
     }
   }
   transport::LocalMemory mem;  // the QP is ours
   transport::serve_request_packet(seg, slot, v, mtu, ud ? grh : nullptr, mem, host_->notifier(), to_peer);
+  to_peer.flush();
 }
 
 namespace {

@@ -234,6 +234,7 @@ struct alignas(64) SharedQp {
   // The SL its counters' port share belongs to (PMA PortXmitDataSL): the
   // path's; a UD QP's last send's. Its owner folds the share before changing it.
   std::atomic<uint8_t> sl;
+  uint8_t traffic_class;             // the path's GRH traffic class: RoCE responses carry it (DSCP/ECN)
   std::atomic<uint32_t> access_flags;  // qp_access_flags
   uint32_t pd_id;
   uint32_t dest_qpn;

@@ -405,6 +405,7 @@ void Qp::apply(const ibv_qp_attr& a, int mask, ibv_qp_state next, transport::Lin
       s.sl.store(sl, std::memory_order_relaxed);
     }
     s.dlid = a.ah_attr.dlid;
+    s.traffic_class = a.ah_attr.grh.traffic_class;
   }
   if (mask & IBV_QP_PATH_MTU) conn.path_mtu = s.path_mtu = a.path_mtu;
   conn.mtu = s.qp_type == IBV_QPT_UD ? side_.qp.ud_mtu : transport::mtu_bytes(conn.path_mtu);

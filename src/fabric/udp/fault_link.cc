@@ -16,7 +16,7 @@ class FaultLink::Out final : public fault::Sink {
   void send(std::span<const uint8_t> datagram, uint64_t tag) override {
     const size_t peer = static_cast<uint32_t>(tag);
     if (peer >= link_.peer_count_) return;  // cannot happen: tags come from peer_index
-    link_.raw_(static_cast<size_t>(tag >> 32), link_.peers_[peer], datagram);
+    link_.raw_(static_cast<size_t>(tag >> 32), link_.peers_[peer].gid, datagram, link_.peers_[peer].tc);
   }
 
  private:
@@ -30,20 +30,20 @@ void FaultLink::start() {
   std::thread([this] { release_loop(); }).detach();  // lives as long as the fabric: the process
 }
 
-size_t FaultLink::peer_index(const wire::Gid& to) {
+size_t FaultLink::peer_index(const wire::Gid& to, uint8_t tc) {
   for (size_t i = 0; i < peer_count_; ++i)
-    if (peers_[i] == to) return i;
+    if (peers_[i].gid == to && peers_[i].tc == tc) return i;
   if (peer_count_ == kMaxPeers) return kMaxPeers;
-  peers_[peer_count_] = to;
+  peers_[peer_count_] = {to, tc};
   return peer_count_++;
 }
 
-void FaultLink::send(size_t endpoint, const wire::Gid& to, std::span<const uint8_t> datagram) {
+void FaultLink::send(size_t endpoint, const wire::Gid& to, std::span<const uint8_t> datagram, uint8_t tc) {
   std::unique_lock lock(mu_);
-  const size_t peer = peer_index(to);
+  const size_t peer = peer_index(to, tc);
   if (peer == kMaxPeers) {
     lock.unlock();
-    raw_(endpoint, to, datagram);  // more peers than a test has: this one sees a clean network
+    raw_(endpoint, to, datagram, tc);  // more peers than a test has: this one sees a clean network
     return;
   }
   Out out(*this);

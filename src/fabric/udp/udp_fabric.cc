@@ -15,6 +15,7 @@
 #include "fabric/fabrics.h"
 #include "fabric/gsi_route.h"
 #include "fabric/udp/sockaddr.h"
+#include "fabric/udp/tos_control.h"
 #include "transport/responder.h"
 #include "transport/qp_types.h"
 #include "util/log.h"
@@ -172,7 +173,7 @@ Status UdpFabric::start(DeviceHost& host, const std::vector<wire::Gid>& gids, ui
   if (fabric::port().faults.active()) {
     faults_ = std::make_unique<FaultLink>(
         fabric::port().faults,
-        [this](size_t i, const wire::Gid& to, std::span<const uint8_t> d) { send_raw(endpoints_[i], to, d); },
+        [this](size_t i, const wire::Gid& to, std::span<const uint8_t> d, uint8_t tc) { send_raw(endpoints_[i], to, d, tc); },
         host.notifier().port_counters());
     faults_->start();
     SV_LOG(kInfo, "RoCE: faults on the wire: %s", fault::format_fault_config(fabric::port().faults).c_str());
@@ -323,20 +324,22 @@ bool UdpFabric::seal(const Endpoint& ep, const wire::Gid& to, std::span<uint8_t>
   return true;
 }
 
-void UdpFabric::send(const Endpoint& ep, const wire::Gid& to, std::span<uint8_t> ib) {
+void UdpFabric::send(const Endpoint& ep, const wire::Gid& to, std::span<uint8_t> ib, uint8_t tc) {
   if (!seal(ep, to, ib)) return;
   if (faults_ != nullptr)
-    faults_->send(static_cast<size_t>(&ep - endpoints_.data()), to, ib);
+    faults_->send(static_cast<size_t>(&ep - endpoints_.data()), to, ib, tc);
   else
-    send_raw(ep, to, ib);
+    send_raw(ep, to, ib, tc);
 }
 
-void UdpFabric::send_many(const Endpoint& ep, const wire::Gid& to, std::span<const std::span<uint8_t>> packets) {
+void UdpFabric::send_many(const Endpoint& ep, const wire::Gid& to, std::span<const std::span<uint8_t>> packets,
+                          uint8_t tc) {
   if (packets.empty()) return;
   if (faults_ != nullptr) {
-    for (std::span<uint8_t> ib : packets) send(ep, to, ib);
+    for (std::span<uint8_t> ib : packets) send(ep, to, ib, tc);
     return;
   }
+  TosControl tos;
   // One message's packets: one destination QP, one socket, one syscall.
   constexpr size_t kMax = 16;
   sockaddr_storage sa;
@@ -353,6 +356,7 @@ void UdpFabric::send_many(const Endpoint& ep, const wire::Gid& to, std::span<con
     msgs[n].msg_hdr.msg_namelen = len;
     msgs[n].msg_hdr.msg_iov = &iov[n];
     msgs[n].msg_hdr.msg_iovlen = 1;
+    tos.attach(ep.version, tc, &msgs[n].msg_hdr);
     bytes += ib.size();
     ++n;
   }
@@ -367,10 +371,10 @@ void UdpFabric::send_many(const Endpoint& ep, const wire::Gid& to, std::span<con
   } else {
     c.xmit_packets.fetch_add(ok, std::memory_order_relaxed);
   }
-  if (packets.size() > kMax) send_many(ep, to, packets.subspan(kMax));
+  if (packets.size() > kMax) send_many(ep, to, packets.subspan(kMax), tc);
 }
 
-void UdpFabric::send_raw(const Endpoint& ep, const wire::Gid& to, std::span<const uint8_t> ib) {
+void UdpFabric::send_raw(const Endpoint& ep, const wire::Gid& to, std::span<const uint8_t> ib, uint8_t tc) {
   shm::PortCounters& c = host_->notifier().port_counters();
   sockaddr_storage sa;
   const socklen_t len = to_sockaddr(to, dst_port_, &sa);
@@ -378,7 +382,15 @@ void UdpFabric::send_raw(const Endpoint& ep, const wire::Gid& to, std::span<cons
   // requester's timers recover it, as they would on a wire.
   // The socket the ICRC was computed for (a corrupted QPN picks another: the
   // receiver drops it either way).
-  if (sendto(ep.tx_fd[tx_socket_of(ib)], ib.data(), ib.size(), MSG_DONTWAIT, reinterpret_cast<sockaddr*>(&sa), len) < 0) {
+  iovec iov{const_cast<uint8_t*>(ib.data()), ib.size()};
+  msghdr m{};
+  m.msg_name = &sa;
+  m.msg_namelen = len;
+  m.msg_iov = &iov;
+  m.msg_iovlen = 1;
+  TosControl tos;
+  tos.attach(ep.version, tc, &m);
+  if (sendmsg(ep.tx_fd[tx_socket_of(ib)], &m, MSG_DONTWAIT) < 0) {
     c.send_errors.fetch_add(1, std::memory_order_relaxed);
     SV_LOG_RATELIMITED(kDebug, "RoCE: send failed: %s", std::strerror(errno));
     return;

@@ -55,8 +55,11 @@ void UdpFabric::on_request(const Endpoint& ep, const wire::Gid& to, const Peer& 
     UdpFabric* fabric;
     const Endpoint* ep;
     const wire::Gid* to;
-    void send(std::span<uint8_t> packet) override { fabric->send(*ep, *to, packet); }
+    uint8_t tc;
+    void send(std::span<uint8_t> packet) override { fabric->send(*ep, *to, packet, tc); }
   } to_peer;
+  // Responses carry the QP's own path's traffic class, as rxe's and a NIC's do.
+  to_peer.tc = qp.traffic_class;
   to_peer.fabric = this;
   to_peer.ep = &ep;
   to_peer.to = &from.gid;

@@ -133,6 +133,12 @@ case $scenario in
     sleep 3
     window before 3 0.25
     opensm_tables osm2 "0:3,2:1" "0:0"
+    # smpquery shows the table the shares now follow (low list first).
+    run vlarb smpquery vlarb 1
+    awk '/^VL /||/^WEIGHT/' "$work/vlarb" | head -2 >"$work/vlarb.low"
+    printf '%s\n' 'VL    : |0x0 |0x2 |0x0 |0x0 |0x0 |0x0 |0x0 |0x0 |' \
+      'WEIGHT: |0x3 |0x1 |0x0 |0x0 |0x0 |0x0 |0x0 |0x0 |' >"$work/vlarb.want"
+    diff "$work/vlarb.want" "$work/vlarb.low" >&2 || fail "smpquery vlarb: not the swapped table"
     sleep 0.5
     window after 3 0.75
     ;;

@@ -146,4 +146,15 @@ case $scenario in
 esac
 for p in "${pids[@]}"; do wait "$p" || fail "an ib_write_bw exited $?"; done
 pids=()
+# Both ends are this device: what each SL received is what it sent, and the
+# counts outlive the QPs and processes that made them.
+run xmit perfquery -X
+run rcv perfquery -S
+for sl in 0 2; do
+  x=$(field "$work/xmit" XmtDataSL$sl) r=$(field "$work/rcv" RcvDataSL$sl)
+  echo "SL$sl: XmtDataSL $x, RcvDataSL $r"
+  [ "$x" -gt 0 ] && [ "$x" = "$r" ] || fail "SL$sl sent $x words and received $r"
+done
+[ "$(field "$work/xmit" XmtDataSL1)" = 0 ] || fail "SL1 sent nothing, yet counts"
+
 echo "PASS: qos $scenario"

@@ -25,7 +25,7 @@ Disposition answer_mad(const shm::Segment& seg, const uint8_t* in, size_t len, u
     }
     case MgmtClassId::kPerfMgmt: {
       const PmaCounters raw = raw_pma_counters(seg);
-      uint32_t reset = 0;
+      uint64_t reset = 0;
       const Disposition d = answer_pma(pma_counters(seg), in, len, out, &reset);
       reset_pma_counters(seg, raw, reset);
       return d;

@@ -46,6 +46,12 @@ using PortMulticastXmitPkts = BeField<56, 8>;
 using PortMulticastRcvPkts = BeField<64, 8>;
 }  // namespace port_counters_ext
 
+namespace port_data_sl {  // IBA 16.1.4.7 PortXmitDataSL, 16.1.4.8 PortRcvDataSL
+using PortSelect = BeField<1, 1>;
+using CounterSelect = BeField<2, 2>;  // bit n: SL n
+constexpr size_t kFirst = 4;          // SL n's 32-bit counter at kFirst + 4n
+}  // namespace port_data_sl
+
 // The PortCounters fields stop at their largest value rather than wrap.
 template <class F>
 void set_saturated(uint8_t* d, uint64_t v) {
@@ -59,11 +65,28 @@ constexpr int kPortCountersSelect[16] = {
 constexpr int kExtendedSelect[8] = {kXmitData, kRcvData, kXmitPkts, kRcvPkts,
                                     kXmitPkts, kRcvPkts, kMcastXmitPkts, kMcastRcvPkts};
 
-uint32_t select_mask(const int* table, unsigned n, uint16_t select) {
-  uint32_t mask = 0;
+uint64_t select_mask(const int* table, unsigned n, uint16_t select) {
+  uint64_t mask = 0;
   for (unsigned bit = 0; bit < n; ++bit)
-    if ((select & (1u << bit)) != 0 && table[bit] >= 0) mask |= 1u << table[bit];
+    if ((select & (1u << bit)) != 0 && table[bit] >= 0) mask |= 1ull << table[bit];
   return mask;
+}
+
+MadStatus answer_data_sl(const PmaCounters& now, bool set, unsigned first, const uint8_t* in_data, uint8_t* d,
+                         uint64_t* reset) {
+  using namespace port_data_sl;
+  const uint8_t port = PortSelect::get(in_data);
+  if (port != 1 && port != kAllPorts) return MadStatus::kInvalidField;
+  const uint16_t select = CounterSelect::get(in_data);
+  PortSelect::set(d, port);
+  CounterSelect::set(d, select);
+  for (unsigned sl = 0; sl < 16; ++sl) {
+    const bool cleared = set && (select & (1u << sl)) != 0;
+    if (cleared) *reset |= 1ull << (first + sl);
+    const uint64_t v = cleared ? 0 : std::min<uint64_t>(now.v[first + sl], 0xffffffffu);
+    BeField<0, 4>::set(d + kFirst + 4 * sl, v);
+  }
+  return MadStatus::kOk;
 }
 
 void fill_port_counters(const PmaCounters& c, uint8_t* d) {
@@ -91,7 +114,7 @@ void fill_port_counters_ext(const PmaCounters& c, uint8_t* d) {
 }
 
 MadStatus answer(const PmaCounters& now, uint8_t method, uint16_t attr, const uint8_t* in_data, uint8_t* d,
-                 uint32_t* reset) {
+                 uint64_t* reset) {
   const bool set = method == static_cast<uint8_t>(MethodId::kSet);
   if (!set && method != static_cast<uint8_t>(MethodId::kGet)) return MadStatus::kMethodUnsupported;
   switch (static_cast<PmaAttr>(attr)) {
@@ -113,7 +136,7 @@ MadStatus answer(const PmaCounters& now, uint8_t method, uint16_t attr, const ui
         const uint16_t select = port_counters::CounterSelect::get(in_data);
         *reset = ext ? select_mask(kExtendedSelect, 8, select) : select_mask(kPortCountersSelect, 16, select);
         for (unsigned i = 0; i < kPmaCounterCount; ++i)
-          if ((*reset & (1u << i)) != 0) shown.v[i] = 0;
+          if ((*reset & (1ull << i)) != 0) shown.v[i] = 0;
       }
       port_counters::PortSelect::set(d, port);
       port_counters::CounterSelect::set(d, port_counters::CounterSelect::get(in_data));
@@ -121,13 +144,17 @@ MadStatus answer(const PmaCounters& now, uint8_t method, uint16_t attr, const ui
       else fill_port_counters(shown, d);
       return MadStatus::kOk;
     }
+    case PmaAttr::kPortXmitDataSl:
+      return answer_data_sl(now, set, kXmitDataSl0, in_data, d, reset);
+    case PmaAttr::kPortRcvDataSl:
+      return answer_data_sl(now, set, kRcvDataSl0, in_data, d, reset);
   }
   return MadStatus::kAttributeUnsupported;
 }
 
 }  // namespace
 
-Disposition answer_pma(const PmaCounters& now, const uint8_t* in, size_t len, uint8_t* out, uint32_t* reset) {
+Disposition answer_pma(const PmaCounters& now, const uint8_t* in, size_t len, uint8_t* out, uint64_t* reset) {
   *reset = 0;
   if (in == nullptr || len < kMadBytes) return Disposition::kDrop;
   if (MgmtClass::get(in) != static_cast<uint8_t>(MgmtClassId::kPerfMgmt)) return Disposition::kDrop;

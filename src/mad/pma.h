@@ -1,5 +1,6 @@
 // The performance management agent of the device's port (IBA 16.1, class
-// 0x04): ClassPortInfo, PortCounters and PortCountersExtended, Get and Set
+// 0x04): ClassPortInfo, PortCounters, PortCountersExtended, PortXmitDataSL
+// and PortRcvDataSL, Get and Set
 // (Set clears the counters its CounterSelect names). Pure: the caller hands
 // in the counters as they stand since the last reset and applies the reset
 // the answer asks for (mad/pma_counters.h keeps them).
@@ -24,7 +25,9 @@ enum PmaCounter : unsigned {
   kRcvPkts,
   kMcastXmitPkts,
   kMcastRcvPkts,
-  kPmaCounterCount,
+  kXmitDataSl0,                  // PortXmitDataSL, SL 0..15
+  kRcvDataSl0 = kXmitDataSl0 + 16,  // PortRcvDataSL
+  kPmaCounterCount = kRcvDataSl0 + 16,
 };
 struct PmaCounters {
   uint64_t v[kPmaCounterCount] = {};
@@ -34,10 +37,12 @@ enum class PmaAttr : uint16_t {
   kClassPortInfo = 0x0001,
   kPortCounters = 0x0012,
   kPortCountersExtended = 0x001d,
+  kPortXmitDataSl = 0x0036,
+  kPortRcvDataSl = 0x0037,
 };
 
 // REQUIRES: `out` holds kMadBytes. On a Set, `*reset` gets one bit per
 // PmaCounter to clear (the answer already shows them cleared); else 0.
-Disposition answer_pma(const PmaCounters& now, const uint8_t* in, size_t len, uint8_t* out, uint32_t* reset);
+Disposition answer_pma(const PmaCounters& now, const uint8_t* in, size_t len, uint8_t* out, uint64_t* reset);
 
 }  // namespace softverbs::mad

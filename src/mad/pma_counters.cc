@@ -7,6 +7,7 @@
 #include <algorithm>
 #include <string>
 
+#include "shm/process_registry.h"
 #include "verbs/port_config.h"
 
 namespace softverbs::mad {
@@ -22,6 +23,7 @@ constexpr uint64_t kRoceOverheadBytes = 16;
 struct Totals {
   uint64_t xmit_packets = 0, xmit_bytes = 0, rcv_packets = 0, rcv_bytes = 0;
   uint64_t rcv_errors = 0, xmit_discards = 0, symbol_errors = 0;
+  uint64_t xmit_words_sl[16] = {}, rcv_words_sl[16] = {};
 };
 
 void add(Totals& t, const shm::PortCounters& c) {
@@ -38,6 +40,10 @@ void add(Totals& t, const shm::PortCounters& c) {
                      c.sl_vl15_discards.load(std::memory_order_relaxed);
   // A corrupted packet is what a bad symbol on a real link becomes.
   t.symbol_errors += c.faults_corrupted.load(std::memory_order_relaxed);
+  for (unsigned sl = 0; sl < 16; ++sl) {
+    t.xmit_words_sl[sl] += c.xmit_words_sl[sl].load(std::memory_order_relaxed);
+    t.rcv_words_sl[sl] += c.rcv_words_sl[sl].load(std::memory_order_relaxed);
+  }
 }
 
 std::string baseline_path(const shm::Segment& seg) { return seg.path() + ".pma"; }
@@ -63,6 +69,12 @@ PmaCounters raw_pma_counters(const shm::Segment& seg) {
     t.xmit_bytes += q.counters.port_xmit_bytes.load(std::memory_order_relaxed);
     t.rcv_packets += q.counters.port_rcv_packets.load(std::memory_order_relaxed);
     t.rcv_bytes += q.counters.port_rcv_bytes.load(std::memory_order_relaxed);
+    // A live QP's share is its SL's (shm::SharedQp::sl).
+    const unsigned sl = q.sl.load(std::memory_order_relaxed) & 15;
+    t.xmit_words_sl[sl] += shm::sl_words(q.counters.port_xmit_bytes.load(std::memory_order_relaxed),
+                                         q.counters.port_xmit_packets.load(std::memory_order_relaxed));
+    t.rcv_words_sl[sl] += shm::sl_words(q.counters.port_rcv_bytes.load(std::memory_order_relaxed),
+                                        q.counters.port_rcv_packets.load(std::memory_order_relaxed));
   }
   PmaCounters c;
   c.v[kSymbolErrors] = t.symbol_errors;
@@ -75,6 +87,10 @@ PmaCounters raw_pma_counters(const shm::Segment& seg) {
   const uint64_t rcv_overhead = roce ? kRoceOverheadBytes : kIbOverheadBytes;
   c.v[kXmitData] = (t.xmit_bytes + t.xmit_packets * xmit_overhead) / 4;
   c.v[kRcvData] = (t.rcv_bytes + t.rcv_packets * rcv_overhead) / 4;
+  for (unsigned sl = 0; sl < 16; ++sl) {
+    c.v[kXmitDataSl0 + sl] = t.xmit_words_sl[sl];
+    c.v[kRcvDataSl0 + sl] = t.rcv_words_sl[sl];
+  }
   c.v[kXmitPkts] = t.xmit_packets;
   c.v[kRcvPkts] = t.rcv_packets;
   return c;
@@ -91,14 +107,14 @@ PmaCounters pma_counters(const shm::Segment& seg) {
   return c;
 }
 
-void reset_pma_counters(const shm::Segment& seg, const PmaCounters& raw, uint32_t mask) {
+void reset_pma_counters(const shm::Segment& seg, const PmaCounters& raw, uint64_t mask) {
   if (mask == 0) return;
   const int fd = open(baseline_path(seg).c_str(), O_RDWR | O_CREAT | O_CLOEXEC, 0600);
   if (fd < 0) return;
   flock(fd, LOCK_EX);
   PmaCounters base = read_baseline(fd);
   for (unsigned i = 0; i < kPmaCounterCount; ++i)
-    if ((mask & (1u << i)) != 0) base.v[i] = raw.v[i];
+    if ((mask & (1ull << i)) != 0) base.v[i] = raw.v[i];
   (void)!pwrite(fd, base.v, sizeof base.v, 0);
   close(fd);
 }

@@ -17,6 +17,6 @@ PmaCounters raw_pma_counters(const shm::Segment& seg);
 // ... since the last reset.
 PmaCounters pma_counters(const shm::Segment& seg);
 // Makes `raw` the new zero of the counters named by `mask` (PmaCounter bits).
-void reset_pma_counters(const shm::Segment& seg, const PmaCounters& raw, uint32_t mask);
+void reset_pma_counters(const shm::Segment& seg, const PmaCounters& raw, uint64_t mask);
 
 }  // namespace softverbs::mad

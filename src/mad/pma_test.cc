@@ -38,6 +38,10 @@ PmaCounters sample() {
   c.v[kRcvPkts] = 200;
   c.v[kMcastXmitPkts] = 10;
   c.v[kMcastRcvPkts] = 20;
+  c.v[kXmitDataSl0 + 0] = 0x0a0b0c0d;
+  c.v[kXmitDataSl0 + 2] = 0x1'0000'0000ull;  // more than 32 bits: stops at 0xffffffff
+  c.v[kXmitDataSl0 + 15] = 5;
+  c.v[kRcvDataSl0 + 1] = 0x01020304;
   return c;
 }
 
@@ -47,7 +51,7 @@ Bytes data(const std::array<uint8_t, kMadBytes>& out, size_t n) {
 
 struct Answer {
   Disposition d;
-  uint32_t reset = 0;
+  uint64_t reset = 0;
   std::array<uint8_t, kMadBytes> out{};
 };
 
@@ -109,13 +113,43 @@ TEST(Pma, SetResetsWhatCounterSelectNames) {
   EXPECT_EQ(ask(pma(0x01, 0x0012, 1, 0xffff)).reset, 0u);
 }
 
+TEST(Pma, PortXmitDataSlGolden) {
+  const Answer a = ask(pma(0x01, 0x0036));
+  ASSERT_EQ(a.d, Disposition::kRespond);
+  EXPECT_EQ(Status::get(a.out.data()), 0);
+  Bytes want(68, 0);
+  want[1] = 1;                                                   // PortSelect
+  want[4] = 0x0a, want[5] = 0x0b, want[6] = 0x0c, want[7] = 0x0d;  // SL0
+  want[12] = want[13] = want[14] = want[15] = 0xff;              // SL2, saturated
+  want[67] = 5;                                                  // SL15
+  EXPECT_EQ(data(a.out, 68), want);
+}
+
+TEST(Pma, PortRcvDataSlGoldenAndReset) {
+  Answer a = ask(pma(0x01, 0x0037, 0xff));
+  ASSERT_EQ(Status::get(a.out.data()), 0);
+  Bytes want(68, 0);
+  want[1] = 0xff;
+  want[8] = 1, want[9] = 2, want[10] = 3, want[11] = 4;  // SL1
+  EXPECT_EQ(data(a.out, 68), want);
+  // CounterSelect names SLs: SL1 and SL3 cleared.
+  a = ask(pma(0x02, 0x0037, 1, (1u << 1) | (1u << 3)));
+  ASSERT_EQ(Status::get(a.out.data()), 0);
+  EXPECT_EQ(a.reset, (1ull << (kRcvDataSl0 + 1)) | (1ull << (kRcvDataSl0 + 3)));
+  EXPECT_EQ(data(a.out, 68)[11], 0);
+  a = ask(pma(0x02, 0x0036, 1, 1u << 15));
+  EXPECT_EQ(a.reset, 1ull << (kXmitDataSl0 + 15));
+  EXPECT_EQ(ask(pma(0x01, 0x0036, 1, 0xffff)).reset, 0u);  // a Get never resets
+  EXPECT_EQ(Status::get(ask(pma(0x01, 0x0036, 3)).out.data()), 0x001c);  // no port 3
+}
+
 TEST(Pma, BadInput) {
   Answer a = ask(pma(0x01, 0x0012, 2));  // a port the CA has not
   EXPECT_EQ(Status::get(a.out.data()), 0x001c);
   a = ask(pma(0x02, 0x0012, 2, 0xffff));
   EXPECT_EQ(Status::get(a.out.data()), 0x001c);
   EXPECT_EQ(a.reset, 0u);
-  a = ask(pma(0x01, 0x0016));  // PortXmitDataSL: not there
+  a = ask(pma(0x01, 0x0016));  // PortXmitDiscardDetails: not there
   EXPECT_EQ(Status::get(a.out.data()), 0x000c);
   EXPECT_EQ(data(a.out, 4), Bytes({0, 0, 0, 0}));
   a = ask(pma(0x02, 0x0001));
@@ -127,7 +161,7 @@ TEST(Pma, BadInput) {
   EXPECT_EQ(Status::get(ask(in).out.data()), 0x0004);
   EXPECT_EQ(ask(pma(0x81, 0x0012)).d, Disposition::kDrop);
   std::array<uint8_t, kMadBytes> out{};
-  uint32_t reset = 1;
+  uint64_t reset = 1;
   EXPECT_EQ(answer_pma(sample(), in.data(), 64, out.data(), &reset), Disposition::kDrop);
   EXPECT_EQ(reset, 0u);
 }
@@ -144,9 +178,9 @@ TEST(Pma, RandomBytesNeverCrash) {
       in[2] = 1;
       in[3] &= 0x03;
     }
-    uint32_t reset = 0;
+    uint64_t reset = 0;
     answer_pma(sample(), in.data(), in.size(), out.data(), &reset);
-    EXPECT_EQ(reset & ~((1u << kPmaCounterCount) - 1), 0u);
+    EXPECT_EQ(reset & ~((1ull << kPmaCounterCount) - 1), 0u);
   }
 }
 

@@ -33,8 +33,11 @@ PortView port_view(const shm::Segment& seg) {
   v.port_state = static_cast<uint8_t>(p.state);
   v.phys_state = p.phys_state;
   v.width_active = p.active_width;
-  // ibv_port_attr.active_speed: 32 = EDR, 16 = FDR; IBA LinkSpeedExtActive 2 and 1.
-  v.speed_ext_active = p.active_speed == 32 ? 2 : p.active_speed == 16 ? 1 : 0;
+  // ibv_port_attr.active_speed 16, 32, 64, 128 (FDR, EDR, HDR, NDR) are
+  // IBA LinkSpeedExtActive 1, 2, 4, 8; SDR, DDR, QDR (1, 2, 4) are
+  // LinkSpeedActive's own; FDR10 is a vendor extension, reported as QDR.
+  v.speed_ext_active = p.active_speed >= 16 ? static_cast<uint8_t>(p.active_speed >> 4) : 0;
+  v.speed_active = p.active_speed <= 4 ? p.active_speed : p.active_speed == 8 ? 4 : 1;
   v.mtu = static_cast<uint8_t>(p.active_mtu);
   v.vl_cap = p.max_vl_num;
   v.qos = shm::load_qos(seg.header());

@@ -29,7 +29,8 @@ struct PortView {
   uint8_t port_state = 4;         // IBA 14.2.5.6: 4 = Active
   uint8_t phys_state = 5;         // LinkUp
   uint8_t width_active = 2;       // IBA encoding: 1 = 1x, 2 = 4x
-  uint8_t speed_ext_active = 2;   // 2 = 25.78125 Gb/s (EDR); 0 = none
+  uint8_t speed_ext_active = 2;   // 1 FDR, 2 EDR, 4 HDR, 8 NDR; 0 = none
+  uint8_t speed_active = 1;       // LinkSpeedActive: 1 SDR, 2 DDR, 4 QDR (1 under an extended speed)
   uint8_t mtu = 5;                // 5 = 4096
   uint8_t vl_cap = shm::kVlCap;   // as ibv_port_attr.max_vl_num: 4 = VL0-7
   shm::QosTables qos = shm::default_qos();  // OperVLs, VLHighLimit, SL2VL, VLArb

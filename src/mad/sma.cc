@@ -72,9 +72,12 @@ using SmState = Field<20, 4, 4>;
 
 constexpr uint8_t kNodeTypeCa = 1;
 constexpr uint8_t kSmaClassVersion = 1;
-constexpr uint8_t kLinkSpeed2_5 = 1;      // LinkSpeed*: 2.5 Gb/s, the legacy field under an extended speed
-constexpr uint8_t kLinkSpeedExtFdrEdr = 3; // LinkSpeedExtSupported: 14.0625 and 25.78125
 constexpr uint8_t kLinkWidth1x4x = 3;
+// What the port supports and enables: every speed up to the active one.
+uint8_t speed_supported(const PortView& p) { return static_cast<uint8_t>(p.speed_active * 2 - 1); }
+uint8_t speed_ext_supported(const PortView& p) {
+  return p.speed_ext_active == 0 ? 0 : static_cast<uint8_t>(p.speed_ext_active * 2 - 1);
+}
 constexpr uint8_t kLinkDownPolling = 2;
 constexpr uint8_t kRespTimeValue = 16;
 constexpr uint8_t kSmStateMaster = 3;
@@ -114,15 +117,15 @@ MadStatus fill_port_info(const PortView& p, uint32_t modifier, uint8_t* d) {
   CapabilityMask::set(d, p.cap_mask);
   LocalPortNum::set(d, 1);
   LinkWidthEnabled::set(d, p.width_active);
-  LinkWidthSupported::set(d, kLinkWidth1x4x);
+  LinkWidthSupported::set(d, kLinkWidth1x4x | p.width_active);
   LinkWidthActive::set(d, p.width_active);
-  LinkSpeedSupported::set(d, kLinkSpeed2_5);
+  LinkSpeedSupported::set(d, speed_supported(p));
   PortState::set(d, p.port_state);
   PortPhysicalState::set(d, p.phys_state);
   LinkDownDefaultState::set(d, kLinkDownPolling);
   Lmc::set(d, p.lmc);
-  LinkSpeedActive::set(d, kLinkSpeed2_5);
-  LinkSpeedEnabled::set(d, kLinkSpeed2_5);
+  LinkSpeedActive::set(d, p.speed_active);
+  LinkSpeedEnabled::set(d, speed_supported(p));
   NeighborMtu::set(d, p.mtu);
   MasterSmSl::set(d, p.sm_sl);
   VlCap::set(d, p.vl_cap);
@@ -137,8 +140,8 @@ MadStatus fill_port_info(const PortView& p, uint32_t modifier, uint8_t* d) {
   SubnetTimeout::set(d, p.subnet_timeout);
   RespTimeValue::set(d, kRespTimeValue);
   LinkSpeedExtActive::set(d, p.speed_ext_active);
-  LinkSpeedExtSupported::set(d, p.speed_ext_active == 0 ? 0 : kLinkSpeedExtFdrEdr);
-  LinkSpeedExtEnabled::set(d, p.speed_ext_active == 0 ? 0 : kLinkSpeedExtFdrEdr);
+  LinkSpeedExtSupported::set(d, speed_ext_supported(p));
+  LinkSpeedExtEnabled::set(d, speed_ext_supported(p));
   return MadStatus::kOk;
 }
 
@@ -168,10 +171,10 @@ MadStatus check_port_info_set(const PortView& p, uint32_t modifier, const uint8_
                   keeps(PortState::get(in), p.port_state, {0}) &&
                   keeps(PortPhysicalState::get(in), p.phys_state, {0}) &&
                   keeps(LinkDownDefaultState::get(in), kLinkDownPolling, {0}) &&
-                  keeps(LinkSpeedEnabled::get(in), kLinkSpeed2_5, {0, 15}) &&
+                  keeps(LinkSpeedEnabled::get(in), speed_supported(p), {0, 15}) &&
                   keeps(NeighborMtu::get(in), p.mtu, {}) && oper_vls <= p.vl_cap &&
                   keeps(SubnetTimeout::get(in), p.subnet_timeout, {}) &&
-                  keeps(LinkSpeedExtEnabled::get(in), p.speed_ext_active == 0 ? 0 : kLinkSpeedExtFdrEdr, {0, 30, 31});
+                  keeps(LinkSpeedExtEnabled::get(in), speed_ext_supported(p), {0, 30, 31});
   if (!ok) return MadStatus::kInvalidField;
   if (oper_vls != 0) qos->oper_vls = oper_vls;
   qos->vl_high_limit = static_cast<uint8_t>(VlHighLimit::get(in));

@@ -78,8 +78,14 @@ struct PortCounters {
   std::atomic<uint64_t> faults_reordered;
   std::atomic<uint64_t> faults_corrupted;
   std::atomic<uint64_t> faults_delayed;
-  // Requests whose SL the port maps to VL15 (transport/vl.h), never sent.
+  // Requests whose SL the port maps to VL15, or that VL arbitration never
+  // gave a turn (transport/vl.h), never sent.
   std::atomic<uint64_t> sl_vl15_discards;
+  // PMA PortXmitDataSL / PortRcvDataSL (4-octet words, LRH to ICRC): the
+  // host fabric's per-QP shares of QPs that are gone or changed SL, under
+  // the SL they had (shm::fold_port_share).
+  std::atomic<uint64_t> xmit_words_sl[16];
+  std::atomic<uint64_t> rcv_words_sl[16];
 };
 
 struct alignas(64) ProcessSlot {
@@ -225,6 +231,10 @@ struct alignas(64) SharedQp {
   uint8_t max_dest_rd_atomic;
   uint8_t sq_sig_all;
   uint8_t block_self_mcast;          // IBV_QP_CREATE_BLOCK_SELF_MCAST_LB
+  // The SL its counters' port share belongs to (PMA PortXmitDataSL): the
+  // path's; a UD QP's last send's. Its owner folds the share before changing it.
+  std::atomic<uint8_t> sl;
+  uint8_t traffic_class;             // the path's GRH traffic class: RoCE responses carry it (DSCP/ECN)
   std::atomic<uint32_t> access_flags;  // qp_access_flags
   uint32_t pd_id;
   uint32_t dest_qpn;
@@ -383,6 +393,22 @@ struct alignas(64) PortQos {
   std::atomic<uint16_t> vl_arb_high[kVlArbCap];
 };
 
+// The port's link (issue 20, shm/port_link.h): its width x speed and, when
+// pacing is on, the transmit state every initiator of the port shares, one
+// line per VL. Nothing here is held: a lane's reservation is a time, so a
+// process that dies after taking one leaves at most that much idle link.
+inline constexpr unsigned kVls = 16;
+struct alignas(64) VlLane {
+  std::atomic<uint64_t> free_at_ns;    // the end of the lane's last reservation (CAS)
+  std::atomic<uint64_t> waiting_ns;    // the last time a sender waited here without a share
+  std::atomic<uint64_t> xmit_words;    // what left on this VL, as PortXmitData counts (4-octet words)
+  std::atomic<uint64_t> xmit_packets;
+};
+struct alignas(64) PortLink {
+  std::atomic<uint32_t> config;  // 0 until the first attach: shm::LinkConfig packed (port_link.h)
+  alignas(64) VlLane lane[kVls];
+};
+
 struct alignas(4096) SegmentHeader {
   std::atomic<uint64_t> magic;  // stored last by the creator
   uint32_t layout_version;
@@ -400,6 +426,7 @@ struct alignas(4096) SegmentHeader {
   std::atomic<uint32_t> pending_reclaim;  // objects in kDead waiting for phase 2
   PortCounters port;  // totals of processes that are gone
   PortQos qos;
+  PortLink link;
 };
 
 }  // namespace softverbs::shm

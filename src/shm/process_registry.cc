@@ -123,15 +123,25 @@ void fold_counters(Segment& seg, OwnerId who) {
   fold(from.faults_corrupted, to.faults_corrupted);
   fold(from.faults_delayed, to.faults_delayed);
   fold(from.sl_vl15_discards, to.sl_vl15_discards);
+  for (unsigned sl = 0; sl < 16; ++sl) {
+    fold(from.xmit_words_sl[sl], to.xmit_words_sl[sl]);
+    fold(from.rcv_words_sl[sl], to.rcv_words_sl[sl]);
+  }
 }
 
 }  // namespace
 
-void fold_port_share(QpCounters& from, PortCounters& to) {
-  to.xmit_packets.fetch_add(from.port_xmit_packets.exchange(0));
-  to.xmit_bytes.fetch_add(from.port_xmit_bytes.exchange(0));
-  to.rcv_packets.fetch_add(from.port_rcv_packets.exchange(0));
-  to.rcv_bytes.fetch_add(from.port_rcv_bytes.exchange(0));
+void fold_port_share(QpCounters& from, PortCounters& to, uint8_t sl) {
+  const uint64_t xmit_packets = from.port_xmit_packets.exchange(0);
+  const uint64_t xmit_bytes = from.port_xmit_bytes.exchange(0);
+  const uint64_t rcv_packets = from.port_rcv_packets.exchange(0);
+  const uint64_t rcv_bytes = from.port_rcv_bytes.exchange(0);
+  to.xmit_packets.fetch_add(xmit_packets);
+  to.xmit_bytes.fetch_add(xmit_bytes);
+  to.rcv_packets.fetch_add(rcv_packets);
+  to.rcv_bytes.fetch_add(rcv_bytes);
+  to.xmit_words_sl[sl & 15].fetch_add(sl_words(xmit_bytes, xmit_packets));
+  to.rcv_words_sl[sl & 15].fetch_add(sl_words(rcv_bytes, rcv_packets));
 }
 
 void retire_objects_of(Segment& seg, OwnerId who) {
@@ -149,7 +159,7 @@ void retire_objects_of(Segment& seg, OwnerId who) {
   for (uint32_t i = 0; i < kMaxQpSlots; ++i) {
     SharedQp& q = seg.qp(i);
     if (q.slot_state.load(std::memory_order_relaxed) == static_cast<uint32_t>(SlotState::kLive) && q.owner == who) {
-      fold_port_share(q.counters, seg.header().port);
+      fold_port_share(q.counters, seg.header().port, q.sl.load(std::memory_order_relaxed));
       q.state.store(IBV_QPS_ERR, std::memory_order_release);
       mark_dead(seg, q, now);
     }

@@ -35,8 +35,13 @@ void retire_objects_of(Segment& seg, OwnerId who);
 // REQUIRES: the control lock.
 void release_xrcds_of(Segment& seg, OwnerId who);
 
-// Moves a QP's share of the port counters (QpCounters::port_*) into `to`.
-void fold_port_share(QpCounters& from, PortCounters& to);
+// Moves a QP's share of the port counters (QpCounters::port_*) into `to`,
+// its data also under `sl` (PortCounters::*_words_sl).
+void fold_port_share(QpCounters& from, PortCounters& to, uint8_t sl);
+
+// 4-octet words of data, as PortXmitDataSL/PortRcvDataSL count it: each
+// packet from the LRH to the ICRC (LRH 8, BTH 12, ICRC 4 besides payload).
+constexpr uint64_t sl_words(uint64_t payload_bytes, uint64_t packets) { return (payload_bytes + packets * 24) / 4; }
 
 uint64_t process_start_time(int pid);
 

@@ -3,6 +3,7 @@
 
 #include <algorithm>
 
+#include "shm/process_registry.h"
 #include "transport/completer.h"
 #include "transport/link.h"
 #include "transport/local_sges.h"
@@ -35,6 +36,13 @@ bool fenced(const SendSide& s, const SendWqe& w) {
   if (s.qp.qp_type == IBV_QPT_UD) {
     if (w.ah == nullptr) return IBV_WC_LOC_QP_OP_ERR;
     if (w.length > s.qp.ud_mtu) return IBV_WC_LOC_LEN_ERR;  // IBA 11.4.1.1: one packet
+    const uint8_t sl = w.ah->sl & 15;
+    if (s.qp.shared->sl.load(std::memory_order_relaxed) != sl) [[unlikely]] {
+      // The QP's port share so far stays under the SL it travelled on (PMA PortXmitDataSL).
+      shm::fold_port_share(s.qp.shared->counters, s.qp.notifier->port_counters(),
+                           s.qp.shared->sl.load(std::memory_order_relaxed));
+      s.qp.shared->sl.store(sl, std::memory_order_relaxed);
+    }
   }
   iovec iov[shm::kMaxSge];
   IoList local;
@@ -48,7 +56,7 @@ bool fenced(const SendSide& s, const SendWqe& w) {
     const ibv_wc_status st = resolve_local_sges(s, w, writes_local, iov, &local);
     if (st != IBV_WC_SUCCESS) return st;
     if (writes_local && op.kind != ReqKind::kRead && local.bytes < 8) return IBV_WC_LOC_LEN_ERR;  // an atomic's result
-    if (discarded_on_vl15(s, w)) [[unlikely]] {
+    if (wqe_to_port(s, w) && !port_turn(s, w, op, from_psn)) [[unlikely]] {
       s.qp.notifier->port_counters().sl_vl15_discards.fetch_add(1, std::memory_order_relaxed);
       return IBV_WC_SUCCESS;  // lost on the way: RC's timer retries, UC/UD complete
     }

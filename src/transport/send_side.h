@@ -68,6 +68,7 @@ struct Connection {
 struct RequesterState {
   uint32_t next_psn = 0;          // the PSN the next new WQE starts at (sq_psn)
   uint8_t path_vl = 0;
+  bool path_to_port = false;      // VL15 or a paced link: transport/vl.h
   uint64_t resume_index = ~0ull;  // the WQE to resend from resume_psn rather than its first PSN
   uint32_t resume_psn = 0;
   uint32_t path_vl_generation = ~0u;  // a new address vector clears it

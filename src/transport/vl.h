@@ -8,14 +8,18 @@
 
 #include <cstdint>
 
+#include "shm/port_link.h"
 #include "shm/port_qos.h"
 #include "transport/send_side.h"
+#include "transport/wr_opcode_table.h"
 
 namespace softverbs::transport {
 
 [[gnu::noinline]] inline uint8_t refresh_path_vl(SendSide& s, uint32_t generation) {
-  const uint8_t vl = shm::vl_of_sl(s.qp.seg->header(), s.conn.ah.sl);
+  const shm::SegmentHeader& h = s.qp.seg->header();
+  const uint8_t vl = shm::vl_of_sl(h, s.conn.ah.sl);
   s.requester.path_vl = vl;
+  s.requester.path_to_port = vl == shm::kVl15 || shm::load_link(h, {}).paced;
   s.requester.path_vl_generation = generation;
   return vl;
 }
@@ -27,12 +31,29 @@ namespace softverbs::transport {
   return s.requester.path_vl;
 }
 
-// IBA 7.6.6: a data packet whose SL maps to VL15 is discarded by the port
-// (PortXmitDiscards); the requester sees a lost packet. A UD AH's SL changes
-// with every WQE, so its VL is read from the table each time.
-[[gnu::always_inline]] inline bool discarded_on_vl15(SendSide& s, const SendWqe& w) {
-  if (s.qp.qp_type == IBV_QPT_UD) return shm::vl_of_sl(s.qp.seg->header(), w.ah->sl) == shm::kVl15;
-  return path_vl(s) == shm::kVl15;
+// Whether the path's requests must go through the port's own work
+// (port_turn) rather than straight to the link: an SL on VL15, or a paced
+// link. REQUIRES: side.lock held.
+[[gnu::always_inline]] inline bool path_to_port(SendSide& s) {
+  const uint32_t generation = s.qp.seg->header().qos.generation.load(std::memory_order_acquire);
+  if (generation != s.requester.path_vl_generation) [[unlikely]] refresh_path_vl(s, generation);
+  return s.requester.path_to_port;
 }
+
+// The same for a WQE. A UD AH's SL changes with every WQE, so its VL is read
+// from the table each time.
+[[gnu::always_inline]] inline bool wqe_to_port(SendSide& s, const SendWqe& w) {
+  if (s.qp.qp_type == IBV_QPT_UD) {
+    const shm::SegmentHeader& h = s.qp.seg->header();
+    return shm::vl_of_sl(h, w.ah->sl) == shm::kVl15 || shm::load_link(h, {}).paced;
+  }
+  return path_to_port(s);
+}
+
+// IBA 7.6.6: a data packet whose SL maps to VL15 is discarded by the port
+// (PortXmitDiscards); the requester sees a lost packet. On a paced link the
+// request then waits for its VL's turn (link_pacing.h), and is discarded
+// when arbitration never gives it one. False: discard.
+bool port_turn(SendSide& s, const SendWqe& w, const WrOpcodeInfo& op, uint32_t from_psn);
 
 }  // namespace softverbs::transport

@@ -2,6 +2,7 @@
 
 #include <unistd.h>
 
+#include "util/log.h"
 #include "verbs/port_config.h"
 #include "shm/process_registry.h"
 #include "verbs/cq.h"
@@ -41,6 +42,9 @@ Status Device::start() {
   Result<std::unique_ptr<shm::Segment>> seg = shm::Segment::open(device_segment_path());
   if (!seg.is_ok()) return seg.status();
   seg_ = std::move(seg.value());
+  const shm::LinkConfig link = shm::claim_link(seg_->header(), port.link);
+  if (port.link_set && !(link == port.link))
+    SV_LOG(kWarn, "the device's link was set by the process that created it: SOFTVERBS_LINK* ignored");
   shm::sweep(*seg_);
   return service_.start(*this);
 }

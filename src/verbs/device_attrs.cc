@@ -1,7 +1,9 @@
 #include "verbs/device_attrs.h"
 
+#include <cstdio>
 #include <cstring>
 
+#include "shm/port_link.h"
 #include "shm/port_qos.h"
 #include "util/time.h"
 #include "verbs/dm.h"
@@ -107,13 +109,15 @@ void fill_port_attr(const shm::Segment& seg, ibv_port_attr* p) {
   p->sm_sl = 0;
   p->subnet_timeout = 18;
   p->init_type_reply = 0;
-  p->active_width = 2;   // 4x
-  p->active_speed = 32;  // EDR (25.78125 Gb/s per lane)
+  const PortConfig& c = port_config();
+  // The port's, once a process attached (shm/port_link.h); this process's until then.
+  const shm::LinkConfig link = shm::load_link(seg.header(), c.link);
+  p->active_width = link.width;
+  p->active_speed = link.speed;
   p->phys_state = 5;     // LinkUp
   p->link_layer = IBV_LINK_LAYER_INFINIBAND;
   p->flags = 0;
   p->port_cap_flags2 = 0;
-  const PortConfig& c = port_config();
   if (c.roce) {
     // An Ethernet port: no LIDs, no subnet manager; addresses are GIDs.
     p->link_layer = IBV_LINK_LAYER_ETHERNET;
@@ -123,9 +127,28 @@ void fill_port_attr(const shm::Segment& seg, ibv_port_attr* p) {
     p->gid_tbl_len = static_cast<int>(c.gids.size());
     p->max_mtu = c.mtu;
     p->active_mtu = c.mtu;
-    p->active_width = 1;  // 1x
-    p->active_speed = 32; // 25 Gb/s per lane (what a veth or a VM NIC would claim)
   }
+}
+
+unsigned port_rate_gbps(const ibv_port_attr& a) {
+  const unsigned lanes = shm::link_lanes(a.active_width);
+  // Signalling per lane in tenths of Gb/s.
+  const unsigned tenths = a.active_speed == 128 ? 1000 : a.active_speed == 64 ? 500 : a.active_speed == 32 ? 250
+                          : a.active_speed == 16 ? 140 : a.active_speed == 8 || a.active_speed == 4 ? 100
+                          : a.active_speed == 2 ? 50 : 25;
+  return lanes * tenths / 10;
+}
+
+std::string port_rate_text(const ibv_port_attr& a) {
+  const char* speed = a.active_speed == 128 ? "NDR" : a.active_speed == 64 ? "HDR" : a.active_speed == 32 ? "EDR"
+                      : a.active_speed == 16 ? "FDR" : a.active_speed == 8 ? "FDR10" : a.active_speed == 4 ? "QDR"
+                      : a.active_speed == 2 ? "DDR" : "SDR";
+  const unsigned lanes = shm::link_lanes(a.active_width);
+  const unsigned tenths = port_rate_gbps(a) * 10 + (lanes == 1 && a.active_speed == 1 ? 5 : 0);
+  char buf[64];
+  if (tenths % 10 != 0) std::snprintf(buf, sizeof buf, "%u.%u Gb/sec (%uX %s)", tenths / 10, tenths % 10, lanes, speed);
+  else std::snprintf(buf, sizeof buf, "%u Gb/sec (%uX %s)", tenths / 10, lanes, speed);
+  return buf;
 }
 
 bool port_gid(const shm::Segment& seg, int index, ibv_gid* gid) {

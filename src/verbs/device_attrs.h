@@ -6,6 +6,7 @@
 #include <infiniband/verbs.h>
 
 #include <cstdint>
+#include <string>
 
 #include "shm/segment.h"
 
@@ -19,6 +20,10 @@ inline constexpr char kFirmwareVersion[] = "0.1.0";
 void fill_device_attr(const shm::Segment& seg, ibv_device_attr* attr);
 void fill_device_attr_ex(const shm::Segment& seg, ibv_device_attr_ex* attr);
 void fill_port_attr(const shm::Segment& seg, ibv_port_attr* attr);
+// The port's rate as the kernel names it in sysfs: "40 Gb/sec (4X QDR)"
+// (whole Gb/s of signalling, as umad_port_t.rate has it: 1X SDR is 2).
+unsigned port_rate_gbps(const ibv_port_attr& attr);
+std::string port_rate_text(const ibv_port_attr& attr);
 // The GID table. InfiniBand port: index 0 only, fe80::/64 + port GUID (IBA
 // 4.1.1). RoCE port: one RoCE v2 GID per configured address. False when
 // `index` is outside the table.

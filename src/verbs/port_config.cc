@@ -124,10 +124,28 @@ PortConfig parse_port_config(const char* roce_addr, const char* roce_port, const
   return c;
 }
 
+void parse_link_config(const char* link, const char* pacing, PortConfig* c) {
+  // What the port reported before links had a rate: 4X EDR, a RoCE port 1X.
+  c->link = shm::LinkConfig{};
+  if (c->roce) c->link.width = 1;
+  if (link != nullptr && *link != '\0') {
+    c->link_set = true;
+    if (!shm::parse_link_rate(link, &c->link))
+      c->error = "SOFTVERBS_LINK: a width and a speed such as 4xSDR or 1xEDR, not " + std::string(link);
+  }
+  if (pacing != nullptr && *pacing != '\0') {
+    c->link_set = true;
+    const std::string p(pacing);
+    if (p == "1") c->link.paced = true;
+    else if (p != "0") c->error = "SOFTVERBS_LINK_PACING: 0 or 1, not " + p;
+  }
+}
+
 const PortConfig& port_config() {
   static const PortConfig config = [] {
     PortConfig c = parse_port_config(std::getenv("SOFTVERBS_ROCE_ADDR"), std::getenv("SOFTVERBS_ROCE_PORT"),
                                      std::getenv("SOFTVERBS_ROCE_MTU"), std::getenv("SOFTVERBS_FAULTS"));
+    if (c.error.empty()) parse_link_config(std::getenv("SOFTVERBS_LINK"), std::getenv("SOFTVERBS_LINK_PACING"), &c);
     if (!c.error.empty()) SV_LOG(kError, "%s", c.error.c_str());
     const char* mtu = std::getenv("SOFTVERBS_ROCE_MTU");
     if (c.roce && c.error.empty() && (mtu == nullptr || *mtu == '\0')) c.mtu = mtu_for_link(c.gids.front());

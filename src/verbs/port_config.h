@@ -13,6 +13,11 @@
 //   SOFTVERBS_FAULTS=loss=0.01,dup=0.01,reorder=0.01:8,corrupt=0.001,seed=7
 //                                a misbehaving network between this process's
 //                                sends and the wire (src/fabric/fault/fault_config.h)
+//   SOFTVERBS_LINK=4xSDR         the port's width x speed (default 4X EDR; RoCE 1X EDR)
+//   SOFTVERBS_LINK_PACING=1      requests leave no faster than that rate, and
+//                                the VL arbitration tables share it (transport/link_pacing.h)
+//       Both are the port's: the first process to attach stores them in the
+//       segment (shm/port_link.h); a later one with other values is told so.
 // Unset: the InfiniBand-link host device softverbs0.
 //
 // Processes that share a device must agree on these; the default segment of
@@ -27,6 +32,7 @@
 #include <vector>
 
 #include "fabric/fabrics.h"
+#include "shm/port_link.h"
 
 namespace softverbs::verbs {
 
@@ -35,6 +41,8 @@ struct PortConfig : fabric::PortSetup {
   std::string device_name;         // softverbs0 | softverbs_roce0
   std::vector<std::string> addrs;  // the addresses as written
   std::string error;               // non-empty: the environment is invalid (logged; no device)
+  shm::LinkConfig link;            // what this process would give the port (SOFTVERBS_LINK*)
+  bool link_set = false;           // SOFTVERBS_LINK or SOFTVERBS_LINK_PACING was given
 };
 
 // Parsed once; thread-safe.
@@ -42,6 +50,10 @@ const PortConfig& port_config();
 // Parses a configuration (exposed for tests).
 PortConfig parse_port_config(const char* roce_addr, const char* roce_port, const char* roce_mtu,
                              const char* faults = nullptr);
+
+// SOFTVERBS_LINK and SOFTVERBS_LINK_PACING into `c` (its roce decided);
+// sets c.error when they do not parse (exposed for tests).
+void parse_link_config(const char* link, const char* pacing, PortConfig* c);
 
 // SOFTVERBS_DEVICE_PATH, or the default segment of the configured device.
 std::string device_segment_path();

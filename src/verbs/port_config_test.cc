@@ -45,5 +45,26 @@ TEST(PortConfig, FaultsParsedOrRefusedByName) {
   EXPECT_TRUE(parse_port_config("10.0.0.1", nullptr, nullptr, "").error.empty());
 }
 
+TEST(PortConfig, LinkRateAndPacing) {
+  PortConfig ib = parse_port_config(nullptr, nullptr, nullptr);
+  parse_link_config(nullptr, nullptr, &ib);
+  EXPECT_EQ((shm::LinkConfig{2, 32, false}), ib.link);  // 4X EDR, as before links had a rate
+  EXPECT_FALSE(ib.link_set);
+  PortConfig roce = parse_port_config("10.0.0.1", nullptr, nullptr);
+  parse_link_config(nullptr, nullptr, &roce);
+  EXPECT_EQ((shm::LinkConfig{1, 32, false}), roce.link);  // 1X EDR
+  PortConfig sdr = parse_port_config(nullptr, nullptr, nullptr);
+  parse_link_config("4xSDR", "1", &sdr);
+  ASSERT_TRUE(sdr.error.empty()) << sdr.error;
+  EXPECT_EQ((shm::LinkConfig{2, 1, true}), sdr.link);
+  EXPECT_TRUE(sdr.link_set);
+  PortConfig bad = parse_port_config(nullptr, nullptr, nullptr);
+  parse_link_config("4xSSD", nullptr, &bad);
+  EXPECT_NE(std::string::npos, bad.error.find("SOFTVERBS_LINK:")) << bad.error;
+  bad = parse_port_config(nullptr, nullptr, nullptr);
+  parse_link_config(nullptr, "yes", &bad);
+  EXPECT_NE(std::string::npos, bad.error.find("SOFTVERBS_LINK_PACING")) << bad.error;
+}
+
 }  // namespace
 }  // namespace softverbs::verbs

@@ -398,7 +398,14 @@ void Qp::apply(const ibv_qp_attr& a, int mask, ibv_qp_state next, transport::Lin
   if (mask & IBV_QP_AV) {
     conn.ah = a.ah_attr;
     side_.requester.path_vl_generation = ~0u;  // the SL may have changed: read the table again
+    const uint8_t sl = a.ah_attr.sl & 15;
+    if (s.sl.load(std::memory_order_relaxed) != sl) {
+      // What was counted so far stays under the SL it travelled on.
+      shm::fold_port_share(s.counters, ctx_->device().port_counters(), s.sl.load(std::memory_order_relaxed));
+      s.sl.store(sl, std::memory_order_relaxed);
+    }
     s.dlid = a.ah_attr.dlid;
+    s.traffic_class = a.ah_attr.grh.traffic_class;
   }
   if (mask & IBV_QP_PATH_MTU) conn.path_mtu = s.path_mtu = a.path_mtu;
   conn.mtu = s.qp_type == IBV_QPT_UD ? side_.qp.ud_mtu : transport::mtu_bytes(conn.path_mtu);
@@ -880,7 +887,7 @@ Status Qp::destroy() {
   {
     std::lock_guard lock(side_.lock);
     shared_->state.store(IBV_QPS_ERR, std::memory_order_release);
-    shm::fold_port_share(shared_->counters, dev.port_counters());
+    shm::fold_port_share(shared_->counters, dev.port_counters(), shared_->sl.load(std::memory_order_relaxed));
   }
   detach_all_mcast();  // ibv_destroy_qp leaves the QP's groups, as the kernel's uverbs does
   shm::mark_dead(dev.seg(), *shared_, now_ns());

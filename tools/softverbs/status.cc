@@ -1,5 +1,6 @@
 // `softverbs status [--json]`: the device as its shared segment shows it —
-// port, counters, attached processes, and every QP with the host-fabric path
+// port, link (width x speed, pacing, what each VL carried), counters,
+// attached processes, and every QP with the host-fabric path
 // its requester uses.
 #include "status.h"
 
@@ -14,6 +15,7 @@
 
 #include "fabric/host/peer_memory.h"
 #include "verbs/port_config.h"
+#include "shm/port_link.h"
 #include "shm/process_registry.h"
 #include "shm/segment.h"
 
@@ -65,6 +67,18 @@ json snapshot(shm::Segment& seg) {
                  {"lid", h.lid}, {"sm_lid", h.sm_lid}, {"active_mtu", 4096},
                  {"port_guid", guid_str(h.port_guid)}};
   }
+  // The port's link (issue 20): width x speed, pacing, what each VL's lane
+  // carried while paced (4-octet words, LRH to VCRC).
+  const shm::LinkConfig link = shm::load_link(h, config.link);
+  json lanes = json::object();
+  for (unsigned vl = 0; vl < shm::kVls; ++vl) {
+    const uint64_t words = h.link.lane[vl].xmit_words.load();
+    if (words != 0) lanes["VL" + std::to_string(vl)] = words;
+  }
+  j["link"] = {{"lanes", shm::link_lanes(link.width)},
+               {"data_mbps", shm::link_data_mbps(link)},
+               {"paced", link.paced},
+               {"vl_xmit_words", lanes}};
   // The header keeps what dead processes counted; live ones count in their slot.
   json counters = json::object();
   auto add = [&](const shm::PortCounters& c) {
@@ -167,7 +181,11 @@ void print_human(const json& j) {
     for (const json& g : p["gids"]) std::printf(" %s", g.get<std::string>().c_str());
     std::printf("\n");
   }
-  std::printf("  counters:");
+  const json& l = j["link"];
+  std::printf("  link: %uX, %llu Mb/s of data, %s", l["lanes"].get<unsigned>(),
+              l["data_mbps"].get<unsigned long long>(), l["paced"].get<bool>() ? "paced" : "not paced");
+  for (auto& [k, v] : l["vl_xmit_words"].items()) std::printf(" %s=%llu", k.c_str(), v.get<unsigned long long>());
+  std::printf("\n  counters:");
   for (auto& [k, v] : j["counters"].items()) std::printf(" %s=%llu", k.c_str(), v.get<unsigned long long>());
   std::printf("\n  processes: %zu attached\n", j["processes"].size());
   for (const json& proc : j["processes"])

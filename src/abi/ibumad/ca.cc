@@ -18,13 +18,6 @@ namespace {
 
 constexpr unsigned kNodeTypeCa = 1;
 
-// rdma-core reads rate from sysfs ("100 Gb/sec (4X EDR)"): Gb/s, whole.
-unsigned port_rate(const ibv_port_attr& a) {
-  const unsigned lanes = a.active_width == 2 ? 4 : a.active_width == 4 ? 8 : a.active_width == 8 ? 12 : 1;
-  const unsigned per_lane = a.active_speed == 32 ? 25 : a.active_speed == 16 ? 14 : a.active_speed == 8 ? 10 : 2;
-  return lanes * per_lane;
-}
-
 void fill_port(const shm::Segment& seg, const char* ca, int portnum, umad_port_t* port) {
   ibv_port_attr a;
   verbs::fill_port_attr(seg, &a);
@@ -37,7 +30,7 @@ void fill_port(const shm::Segment& seg, const char* ca, int portnum, umad_port_t
   port->sm_sl = a.sm_sl;
   port->state = a.state;
   port->phys_state = a.phys_state;
-  port->rate = port_rate(a);
+  port->rate = static_cast<int>(verbs::port_rate_gbps(a));
   port->capmask = htobe32(a.port_cap_flags);
   ibv_gid gid;
   verbs::port_gid(seg, 0, &gid);

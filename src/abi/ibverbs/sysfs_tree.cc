@@ -98,7 +98,7 @@ bool write_port(const fs::path& port, const shm::Segment& seg) {
   std::snprintf(buf, sizeof buf, "0x%08x", a.port_cap_flags);
   ok &= write_file(port / "cap_mask", buf);
   ok &= write_file(port / "link_layer", eth ? "Ethernet" : "InfiniBand");
-  ok &= write_file(port / "rate", eth ? "25 Gb/sec (1X EDR)" : "100 Gb/sec (4X EDR)");
+  ok &= write_file(port / "rate", verbs::port_rate_text(a));
   ok &= write_file(port / "pkeys" / "0", "0xffff");
   for (int i = 0; i < verbs::port_gid_count(); ++i) {
     ibv_gid gid;

@@ -388,8 +388,9 @@ uint32_t HostFabric::place_at_post(transport::SendSide& s, const ibv_send_wr& wr
       (s.qp.qp_type != IBV_QPT_RC && s.qp.qp_type != IBV_QPT_UC) || faults().active())
     return 0;
   if (s.qp.shared->state.load(std::memory_order_acquire) != IBV_QPS_RTS || s.completer.rnr_wait) return 0;
-  // An SL on VL15 is discarded by the requester (transport/vl.h), never placed.
-  if (transport::path_vl(s) == shm::kVl15) return 0;
+  // An SL on VL15 is discarded and a paced link's request waits for its
+  // turn, both in the requester (transport/vl.h): never placed.
+  if (transport::path_to_port(s)) return 0;
   shm::Segment& seg = *s.qp.seg;
   Target target;
   if (route(seg, s, s.conn.ah, s.conn.dest_qpn, &target) != nullptr) return 0;

@@ -32,7 +32,7 @@ class FaultLink::Out final : public fault::Sink {
       b.datagrams[b.count++] = slot;
       return;
     }
-    link_.raw_(endpoint, link_.peers_[peer], datagram);
+    link_.raw_(endpoint, link_.peers_[peer].gid, datagram, link_.peers_[peer].tc);
   }
 
  private:
@@ -46,16 +46,17 @@ FaultLink::FaultLink(const fault::FaultConfig& config, RawSend raw, RawSendMany 
 
 void FaultLink::flush_batch() {
   if (batch_.count == 0) return;
-  raw_many_(batch_.endpoint, peers_[batch_.peer], {batch_.datagrams.data(), batch_.count});
+  raw_many_(batch_.endpoint, peers_[batch_.peer].gid, {batch_.datagrams.data(), batch_.count}, peers_[batch_.peer].tc);
   batch_.count = 0;
 }
 
-void FaultLink::send_many(size_t endpoint, const wire::Gid& to, std::span<const std::span<uint8_t>> datagrams) {
+void FaultLink::send_many(size_t endpoint, const wire::Gid& to, std::span<const std::span<uint8_t>> datagrams,
+                          uint8_t tc) {
   std::unique_lock lock(mu_);
-  const size_t peer = peer_index(to);
+  const size_t peer = peer_index(to, tc);
   if (peer == kMaxPeers) {
     lock.unlock();
-    raw_many_(endpoint, to, datagrams);  // more peers than a test has: a clean network
+    raw_many_(endpoint, to, datagrams, tc);  // more peers than a test has: a clean network
     return;
   }
   Out out(*this);
@@ -83,20 +84,20 @@ void FaultLink::start() {
   std::thread([this] { release_loop(); }).detach();  // lives as long as the fabric: the process
 }
 
-size_t FaultLink::peer_index(const wire::Gid& to) {
+size_t FaultLink::peer_index(const wire::Gid& to, uint8_t tc) {
   for (size_t i = 0; i < peer_count_; ++i)
-    if (peers_[i] == to) return i;
+    if (peers_[i].gid == to && peers_[i].tc == tc) return i;
   if (peer_count_ == kMaxPeers) return kMaxPeers;
-  peers_[peer_count_] = to;
+  peers_[peer_count_] = {to, tc};
   return peer_count_++;
 }
 
-void FaultLink::send(size_t endpoint, const wire::Gid& to, std::span<const uint8_t> datagram) {
+void FaultLink::send(size_t endpoint, const wire::Gid& to, std::span<const uint8_t> datagram, uint8_t tc) {
   std::unique_lock lock(mu_);
-  const size_t peer = peer_index(to);
+  const size_t peer = peer_index(to, tc);
   if (peer == kMaxPeers) {
     lock.unlock();
-    raw_(endpoint, to, datagram);  // more peers than a test has: this one sees a clean network
+    raw_(endpoint, to, datagram, tc);  // more peers than a test has: this one sees a clean network
     return;
   }
   Out out(*this);

@@ -31,12 +31,14 @@ namespace softverbs::fabric::udp {
 
 class FaultLink {
  public:
-  // Sends one datagram for real: from endpoint `endpoint` to `to`.
-  using RawSend = std::function<void(size_t endpoint, const wire::Gid& to, std::span<const uint8_t> datagram)>;
+  // Sends one datagram for real: from endpoint `endpoint` to `to`, with
+  // `tc` in the IP header's DSCP/ECN byte.
+  using RawSend =
+      std::function<void(size_t endpoint, const wire::Gid& to, std::span<const uint8_t> datagram, uint8_t tc)>;
   // Sends several datagrams of one message for real, in one call (GSO runs);
   // it may rewrite their bytes (the ICRC for a segment's identification).
-  using RawSendMany =
-      std::function<void(size_t endpoint, const wire::Gid& to, std::span<const std::span<uint8_t>> datagrams)>;
+  using RawSendMany = std::function<void(size_t endpoint, const wire::Gid& to,
+                                         std::span<const std::span<uint8_t>> datagrams, uint8_t tc)>;
 
   FaultLink(const fault::FaultConfig& config, RawSend raw, RawSendMany raw_many, shm::PortCounters& counters);
   FaultLink(const FaultLink&) = delete;
@@ -45,18 +47,23 @@ class FaultLink {
   // Starts the thread that sends held datagrams when they are due; once.
   void start();
 
-  void send(size_t endpoint, const wire::Gid& to, std::span<const uint8_t> datagram);
+  void send(size_t endpoint, const wire::Gid& to, std::span<const uint8_t> datagram, uint8_t tc);
   // Datagrams of one message: each submitted on its own; those that leave
   // at once go out together through RawSendMany, in their order.
-  void send_many(size_t endpoint, const wire::Gid& to, std::span<const std::span<uint8_t>> datagrams);
+  void send_many(size_t endpoint, const wire::Gid& to, std::span<const std::span<uint8_t>> datagrams, uint8_t tc);
 
  private:
   class Out;
   static constexpr size_t kMaxPeers = 64;
 
   void release_loop();
-  // The index of `to` in peers_, adding it; kMaxPeers when the table is full.
-  size_t peer_index(const wire::Gid& to);
+  // A destination and the traffic class its datagrams carry.
+  struct Peer {
+    wire::Gid gid{};
+    uint8_t tc = 0;
+  };
+  // The index of (to, tc) in peers_, adding it; kMaxPeers when the table is full.
+  size_t peer_index(const wire::Gid& to, uint8_t tc);
   void mirror_counters();
 
   // What send_many gathers, copied (the injector's bytes live only during
@@ -81,7 +88,7 @@ class FaultLink {
   std::mutex mu_;
   std::condition_variable wake_;
   fault::FaultInjector injector_;
-  std::array<wire::Gid, kMaxPeers> peers_{};
+  std::array<Peer, kMaxPeers> peers_{};
   size_t peer_count_ = 0;
 };
 

@@ -18,6 +18,7 @@
 #include "fabric/fabrics.h"
 #include "fabric/gsi_route.h"
 #include "fabric/udp/sockaddr.h"
+#include "fabric/udp/tos_control.h"
 #include "transport/responder.h"
 #include "transport/qp_types.h"
 #include "util/log.h"
@@ -202,9 +203,11 @@ Status UdpFabric::start(DeviceHost& host, const std::vector<wire::Gid>& gids, ui
   if (fabric::port().faults.active()) {
     faults_ = std::make_unique<FaultLink>(
         fabric::port().faults,
-        [this](size_t i, const wire::Gid& to, std::span<const uint8_t> d) { send_raw(endpoints_[i], to, d); },
-        [this](size_t i, const wire::Gid& to, std::span<const std::span<uint8_t>> d) {
-          send_runs(endpoints_[i], to, d, true);
+        [this](size_t i, const wire::Gid& to, std::span<const uint8_t> d, uint8_t tc) {
+          send_raw(endpoints_[i], to, d, tc);
+        },
+        [this](size_t i, const wire::Gid& to, std::span<const std::span<uint8_t>> d, uint8_t tc) {
+          send_runs(endpoints_[i], to, d, true, tc);
         },
         host.notifier().port_counters());
     faults_->start();
@@ -381,18 +384,19 @@ bool UdpFabric::seal(const Endpoint& ep, const wire::Gid& to, std::span<uint8_t>
   return true;
 }
 
-void UdpFabric::send(const Endpoint& ep, const wire::Gid& to, std::span<uint8_t> ib) {
+void UdpFabric::send(const Endpoint& ep, const wire::Gid& to, std::span<uint8_t> ib, uint8_t tc) {
   if (!seal(ep, to, ib)) return;
   if (faults_ != nullptr)
-    faults_->send(static_cast<size_t>(&ep - endpoints_.data()), to, ib);
+    faults_->send(static_cast<size_t>(&ep - endpoints_.data()), to, ib, tc);
   else
-    send_raw(ep, to, ib);
+    send_raw(ep, to, ib, tc);
 }
 
-void UdpFabric::send_many(const Endpoint& ep, const wire::Gid& to, std::span<const std::span<uint8_t>> packets) {
+void UdpFabric::send_many(const Endpoint& ep, const wire::Gid& to, std::span<const std::span<uint8_t>> packets,
+                          uint8_t tc) {
   if (packets.empty()) return;
   if (faults_ == nullptr) {
-    send_runs(ep, to, packets, false);
+    send_runs(ep, to, packets, false, tc);
     return;
   }
   // The injector decides per packet, as on a wire; what it lets through now
@@ -405,15 +409,15 @@ void UdpFabric::send_many(const Endpoint& ep, const wire::Gid& to, std::span<con
     if (!seal(ep, to, ib)) continue;
     sealed[n++] = ib;
     if (n == kChunk) {
-      faults_->send_many(static_cast<size_t>(&ep - endpoints_.data()), to, {sealed, n});
+      faults_->send_many(static_cast<size_t>(&ep - endpoints_.data()), to, {sealed, n}, tc);
       n = 0;
     }
   }
-  if (n > 0) faults_->send_many(static_cast<size_t>(&ep - endpoints_.data()), to, {sealed, n});
+  if (n > 0) faults_->send_many(static_cast<size_t>(&ep - endpoints_.data()), to, {sealed, n}, tc);
 }
 
 void UdpFabric::send_runs(const Endpoint& ep, const wire::Gid& to, std::span<const std::span<uint8_t>> packets,
-                          bool sealed) {
+                          bool sealed, uint8_t tc) {
   if (packets.empty()) return;
   // One message's packets: one destination QP, one socket, one syscall.
   // A run of packets of one size (the middle of a burst; a shorter last one
@@ -439,7 +443,7 @@ void UdpFabric::send_runs(const Endpoint& ep, const wire::Gid& to, std::span<con
   const socklen_t len = to_sockaddr(to, dst_port_, &sa);
   iovec iov[kMaxIov];
   mmsghdr msgs[kMaxMsgs];
-  alignas(cmsghdr) uint8_t control[kMaxMsgs][CMSG_SPACE(sizeof(uint16_t))];
+  alignas(cmsghdr) uint8_t control[kMaxMsgs][CMSG_SPACE(sizeof(uint16_t)) + CMSG_SPACE(sizeof(int))];
   uint32_t packets_of[kMaxMsgs];
   uint64_t bytes_of[kMaxMsgs];
   size_t n = 0;
@@ -476,15 +480,24 @@ void UdpFabric::send_runs(const Endpoint& ep, const wire::Gid& to, std::span<con
     m.msg_hdr.msg_namelen = len;
     m.msg_hdr.msg_iov = &iov[first];
     m.msg_hdr.msg_iovlen = k;
-    if (k > 1) {
+    // Ancillary data: the GSO segment size for a run, the DSCP/ECN byte
+    // for a traffic class other than 0.
+    const size_t control_len =
+        (k > 1 ? CMSG_SPACE(sizeof(uint16_t)) : 0) + (tc != 0 ? CMSG_SPACE(sizeof(int)) : 0);
+    if (control_len != 0) {
+      std::memset(control[n], 0, control_len);
       m.msg_hdr.msg_control = control[n];
-      m.msg_hdr.msg_controllen = sizeof control[n];
+      m.msg_hdr.msg_controllen = control_len;
       cmsghdr* c = CMSG_FIRSTHDR(&m.msg_hdr);
-      c->cmsg_level = SOL_UDP;
-      c->cmsg_type = UDP_SEGMENT;
-      c->cmsg_len = CMSG_LEN(sizeof(uint16_t));
-      const uint16_t size = static_cast<uint16_t>(segment);
-      std::memcpy(CMSG_DATA(c), &size, sizeof size);
+      if (k > 1) {
+        c->cmsg_level = SOL_UDP;
+        c->cmsg_type = UDP_SEGMENT;
+        c->cmsg_len = CMSG_LEN(sizeof(uint16_t));
+        const uint16_t size = static_cast<uint16_t>(segment);
+        std::memcpy(CMSG_DATA(c), &size, sizeof size);
+        c = CMSG_NXTHDR(&m.msg_hdr, c);
+      }
+      if (tc != 0) write_tos_cmsg(ep.version, tc, c);
     }
     packets_of[n] = k;
     bytes_of[n] = bytes;
@@ -511,10 +524,10 @@ void UdpFabric::send_runs(const Endpoint& ep, const wire::Gid& to, std::span<con
   if (lost != 0) c.send_errors.fetch_add(lost, std::memory_order_relaxed);
   c.xmit_packets.fetch_add(ok_packets, std::memory_order_relaxed);
   c.xmit_bytes.fetch_add(ok_bytes, std::memory_order_relaxed);
-  if (next < packets.size()) send_runs(ep, to, packets.subspan(next), sealed);
+  if (next < packets.size()) send_runs(ep, to, packets.subspan(next), sealed, tc);
 }
 
-void UdpFabric::send_raw(const Endpoint& ep, const wire::Gid& to, std::span<const uint8_t> ib) {
+void UdpFabric::send_raw(const Endpoint& ep, const wire::Gid& to, std::span<const uint8_t> ib, uint8_t tc) {
   shm::PortCounters& c = host_->notifier().port_counters();
   sockaddr_storage sa;
   const socklen_t len = to_sockaddr(to, dst_port_, &sa);
@@ -522,7 +535,15 @@ void UdpFabric::send_raw(const Endpoint& ep, const wire::Gid& to, std::span<cons
   // requester's timers recover it, as they would on a wire.
   // The socket the ICRC was computed for (a corrupted QPN picks another: the
   // receiver drops it either way).
-  if (sendto(ep.tx_fd[tx_socket_of(ib)], ib.data(), ib.size(), MSG_DONTWAIT, reinterpret_cast<sockaddr*>(&sa), len) < 0) {
+  iovec iov{const_cast<uint8_t*>(ib.data()), ib.size()};
+  msghdr m{};
+  m.msg_name = &sa;
+  m.msg_namelen = len;
+  m.msg_iov = &iov;
+  m.msg_iovlen = 1;
+  TosControl tos;
+  tos.attach(ep.version, tc, &m);
+  if (sendmsg(ep.tx_fd[tx_socket_of(ib)], &m, MSG_DONTWAIT) < 0) {
     c.send_errors.fetch_add(1, std::memory_order_relaxed);
     SV_LOG_RATELIMITED(kDebug, "RoCE: send failed: %s", std::strerror(errno));
     return;

@@ -117,17 +117,19 @@ class UdpFabric final : public transport::Link {
 
   // Fills in the ICRC of `ib` (BTH .. ICRC slot) and sends it to `to`,
   // through the FaultLink when there is one.
-  void send(const Endpoint& ep, const wire::Gid& to, std::span<uint8_t> ib);
+  // `tc`: the IP header's DSCP/ECN byte (the path's GRH traffic class).
+  void send(const Endpoint& ep, const wire::Gid& to, std::span<uint8_t> ib, uint8_t tc);
   // Packets of one message (one destination QP): one sendmmsg, runs of
   // equal-sized packets in it as GSO sends; through the FaultLink when there
   // is one.
-  void send_many(const Endpoint& ep, const wire::Gid& to, std::span<const std::span<uint8_t>> packets);
+  void send_many(const Endpoint& ep, const wire::Gid& to, std::span<const std::span<uint8_t>> packets, uint8_t tc);
   // The sendmmsg of send_many. `sealed`: the ICRCs are there already, for
   // identification 0 (the FaultLink's packets).
-  void send_runs(const Endpoint& ep, const wire::Gid& to, std::span<const std::span<uint8_t>> packets, bool sealed);
+  void send_runs(const Endpoint& ep, const wire::Gid& to, std::span<const std::span<uint8_t>> packets, bool sealed,
+                 uint8_t tc);
   // Fills in the ICRC, for an IPv4 identification `ipv4_id` (a GSO segment's index).
   bool seal(const Endpoint& ep, const wire::Gid& to, std::span<uint8_t> ib, uint16_t ipv4_id = 0);
-  void send_raw(const Endpoint& ep, const wire::Gid& to, std::span<const uint8_t> datagram);
+  void send_raw(const Endpoint& ep, const wire::Gid& to, std::span<const uint8_t> datagram, uint8_t tc);
   bool icrc_ok(const Endpoint& ep, const wire::Gid& to, const Peer& from, std::span<const uint8_t> ib) const;
   const Endpoint* endpoint_for(uint8_t sgid_index) const;
 

@@ -50,7 +50,7 @@ ibv_wc_status UdpFabric::transmit(transport::SendSide& s, transport::SendWqe& w,
   std::span<uint8_t> ready[kBatch];
   size_t queued = 0;
   auto flush = [&] {
-    send_many(*ep, dst, {ready, queued});
+    send_many(*ep, dst, {ready, queued}, ah.grh.traffic_class);
     s.qp.shared->counters.sent_packets.fetch_add(queued, std::memory_order_relaxed);
     queued = 0;
   };

@@ -59,6 +59,7 @@ void UdpFabric::on_request(const Endpoint& ep, const wire::Gid& to, const Peer& 
     UdpFabric* fabric;
     const Endpoint* ep;
     const wire::Gid* to;
+    uint8_t tc;
     size_t count = 0;
     std::span<uint8_t> ready[kBatch];
     uint8_t slots[kBatch][kMaxIbPacket];
@@ -70,10 +71,12 @@ void UdpFabric::on_request(const Endpoint& ep, const wire::Gid& to, const Peer& 
       ++count;
     }
     void flush() {
-      if (count > 0) fabric->send_many(*ep, *to, {ready, count});
+      if (count > 0) fabric->send_many(*ep, *to, {ready, count}, tc);
       count = 0;
     }
   } to_peer;
+  // Responses carry the QP's own path's traffic class, as rxe's and a NIC's do.
+  to_peer.tc = qp.traffic_class;
   to_peer.fabric = this;
   to_peer.ep = &ep;
   to_peer.to = &from.gid;

@@ -1,0 +1,116 @@
+#include "transport/link_pacing.h"
+
+#include <time.h>
+
+#include <algorithm>
+
+#include "shm/port_link.h"
+#include "shm/port_qos.h"
+#include "transport/requester.h"
+#include "transport/vl.h"
+#include "transport/vl_arbiter.h"
+#include "util/time.h"
+
+namespace softverbs::transport {
+namespace {
+
+constexpr uint32_t kPacketOverhead = 8 + 12 + 4 + 2;  // LRH, BTH, ICRC, VCRC
+
+// A VL counts as busy while its lane is reserved, or someone waited on it,
+// this recently: long enough to bridge a sender's scheduling gaps between
+// turns on shared cores, short enough that an idle VL's share soon goes to
+// the others.
+constexpr uint64_t kBusyGraceNs = 50'000'000;
+// A lane whose sender came back this late (it slept past its turn, or was
+// not scheduled) goes on from where its last turn ended, catching up, so its
+// long-run rate holds on busy cores. Later than that it counts as having
+// been idle: it starts now, with no credit, so a lane that others' shares
+// covered meanwhile never sends that time twice, and the first request on
+// an idle link takes its full time.
+constexpr uint64_t kCatchUpNs = 20'000'000;
+// How often a sender without a share looks again.
+constexpr uint64_t kStarvedPollNs = 20'000;
+
+void sleep_until(uint64_t t) {
+  timespec ts{static_cast<time_t>(t / 1'000'000'000ull), static_cast<long>(t % 1'000'000'000ull)};
+  while (clock_nanosleep(CLOCK_MONOTONIC, TIMER_ABSTIME, &ts, nullptr) == EINTR) {
+  }
+}
+
+uint32_t busy_vls(const shm::PortLink& link, uint64_t now) {
+  uint32_t busy = 0;
+  for (unsigned v = 0; v < shm::kVls; ++v) {
+    const shm::VlLane& l = link.lane[v];
+    if (l.free_at_ns.load(std::memory_order_relaxed) + kBusyGraceNs > now ||
+        l.waiting_ns.load(std::memory_order_relaxed) + kBusyGraceNs > now)
+      busy |= 1u << v;
+  }
+  return busy;
+}
+
+}  // namespace
+
+uint64_t request_wire_bytes(const SendSide& s, const SendWqe& w, const WrOpcodeInfo& op, uint32_t from_psn,
+                            uint32_t* packets) {
+  const uint32_t done = std::min((from_psn - w.psn) & 0xffffff, w.packets - 1);
+  const uint32_t n = std::max(w.packets, 1u) - done;
+  uint64_t payload = 0;
+  uint64_t first = 0;  // extension headers of the first packet (or the only one)
+  switch (op.kind) {
+    case ReqKind::kSend: payload = w.length; break;
+    case ReqKind::kWrite: payload = w.length; first = 16; break;                 // RETH
+    case ReqKind::kRead: first = 16; break;                                      // RETH; the data comes back
+    case ReqKind::kCmpSwap: case ReqKind::kFetchAdd: first = 28; break;          // AtomicETH
+    case ReqKind::kAtomicWrite: payload = 8; first = 16; break;                  // RETH + the value
+    case ReqKind::kFlush: first = 16 + 4; break;                                 // RETH + FETH
+  }
+  payload -= std::min<uint64_t>(payload, static_cast<uint64_t>(done) * s.conn.mtu);
+  uint64_t per_packet = kPacketOverhead;
+  if (s.qp.qp_type == IBV_QPT_UD) per_packet += 8 + (w.ah != nullptr && w.ah->is_global ? 40 : 0);  // DETH, GRH
+  if (s.qp.qp_type == IBV_QPT_XRC_SEND) per_packet += 4;                                            // XRCETH
+  if (op.has_imm || op.has_inv) first += 4;  // ImmDt / IETH, on the last packet
+  *packets = n;
+  return payload + n * per_packet + first;
+}
+
+bool take_turn(shm::SegmentHeader& h, uint8_t vl, uint64_t wire_bytes, uint32_t packets, uint32_t mtu) {
+  const uint64_t mbps = shm::link_data_mbps(shm::load_link(h, {}));
+  const shm::QosTables tables = shm::load_qos(h);
+  const VlWeights weights = vl_weights(tables);
+  if (mbps == 0 || vl >= shm::kVls || (weights.high[vl] == 0 && weights.low[vl] == 0)) return false;
+  shm::VlLane& lane = h.link.lane[vl];
+  const uint32_t packet = mtu + kPacketOverhead;
+  const uint64_t since = now_ns();
+  for (;;) {
+    const uint64_t now = now_ns();
+    const double share = arbitration_share(tables, weights, busy_vls(h.link, now), vl, packet);
+    if (share <= 0) {
+      if (now - since > kHeadOfQueueLifeNs) return false;
+      lane.waiting_ns.store(now, std::memory_order_relaxed);
+      sleep_until(now + kStarvedPollNs);
+      continue;
+    }
+    // bits / (Mb/s) = us; x 1000 = ns.
+    const auto duration = static_cast<uint64_t>(static_cast<double>(wire_bytes) * 8 * 1000 / (mbps * share));
+    uint64_t old = lane.free_at_ns.load(std::memory_order_relaxed);
+    const uint64_t start = old + kCatchUpNs >= now ? old : now;
+    const uint64_t end = start + duration;
+    if (!lane.free_at_ns.compare_exchange_weak(old, end, std::memory_order_relaxed)) continue;
+    lane.xmit_words.fetch_add(wire_bytes / 4, std::memory_order_relaxed);
+    lane.xmit_packets.fetch_add(packets, std::memory_order_relaxed);
+    if (end > now) sleep_until(end);
+    return true;
+  }
+}
+
+bool port_turn(SendSide& s, const SendWqe& w, const WrOpcodeInfo& op, uint32_t from_psn) {
+  shm::SegmentHeader& h = s.qp.seg->header();
+  const uint8_t vl = s.qp.qp_type == IBV_QPT_UD ? shm::vl_of_sl(h, w.ah->sl) : path_vl(s);
+  if (vl == shm::kVl15) return false;
+  if (!shm::load_link(h, {}).paced) return true;
+  uint32_t packets = 0;
+  const uint64_t bytes = request_wire_bytes(s, w, op, from_psn, &packets);
+  return take_turn(h, vl, bytes, packets, s.qp.qp_type == IBV_QPT_UD ? s.qp.ud_mtu : s.conn.mtu);
+}
+
+}  // namespace softverbs::transport

@@ -7,7 +7,8 @@
 #   bench/roce_ab.sh ROUNDS LIBDIR...      (run as root: it makes namespaces)
 # Environment: TOOL (ib_write_bw; ib_read_bw, ib_send_bw), FAULTS
 # (SOFTVERBS_FAULTS for both sides), SIZES ("65536
-# 1048576"), ITERS64 (10000), ITERS1M (640), NOTCP=1, BUILD (build: its
+# 1048576"), ITERS64 (10000), ITERS1M (640), PTARGS (more perftest options,
+# e.g. "-u 8"), NOTCP=1, BUILD (build: its
 # bin/sv_bench_tcp_bw).
 set -u
 here=$(cd "$(dirname "$0")" && pwd)
@@ -29,7 +30,8 @@ for r in $(seq "$rounds"); do
     for size in ${SIZES:-65536 1048576}; do
       port=$(( port + 1 ))
       n=$(( size <= 65536 ? ${ITERS64:-10000} : ${ITERS1M:-640} ))
-      pt=("${TOOL:-ib_write_bw}" -d softverbs_roce0 -x 0 -p "$port" -F -n "$n" -s "$size")
+      # shellcheck disable=SC2206 # PTARGS: more perftest options, word-split on purpose
+      pt=("${TOOL:-ib_write_bw}" -d softverbs_roce0 -x 0 -p "$port" -F -n "$n" -s "$size" ${PTARGS:-})
       in_a env LD_LIBRARY_PATH="$lib" SOFTVERBS_DEVICE_PATH=/dev/shm/softverbs-roce-ab-$$-a \
         SOFTVERBS_ROCE_ADDR="$ADDR_A" "${faults[@]}" /usr/bin/time -f "cpu %U %S" -o "$work/server.time" \
         timeout 60 "${pt[@]}" > "$work/server.out" 2>&1 &

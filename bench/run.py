@@ -388,18 +388,34 @@ def measure_limit(key, label, cmd, unit, ns=None):
     record(key, label, "limits", cmdline(cmd, ns=ns), repeat(once), unit)
 
 
-def measure_limit_pair(key, label, tool, client_args, unit, addr, ns_s=None, ns_c=None, wait_server=False):
+def measure_limit_pair(key, label, tool, client_args, unit, addr, ns_s=None, ns_c=None, wait_server=False,
+                       opts=(), scale=1.0):
+    """The limit program's server and client (both given opts before the mode);
+    the client's result times scale is recorded."""
     def once():
         port = free_port()
-        rc, out, sout = run_pair([limit_bin(tool), "server", addr, port],
-                                 [limit_bin(tool), "client", addr, port] + client_args,
+        rc, out, sout = run_pair([limit_bin(tool)] + list(opts) + ["server", addr, port],
+                                 [limit_bin(tool)] + list(opts) + ["client", addr, port] + client_args,
                                  ns_s=ns_s, ns_c=ns_c, timeout=30, wait_server=wait_server)
         v = parse_result(out) if rc == 0 else None
         if v is None:
             note_failure(tool, rc, out, sout)
-        return v
-    cmd = cmdline([limit_bin(tool), "client", addr, "<port>"] + client_args, ns=ns_c)
+            return None
+        return v * scale
+    cmd = cmdline([limit_bin(tool)] + list(opts) + ["client", addr, "<port>"] + client_args, ns=ns_c)
     record(key, label, "limits", cmd, repeat(once), unit)
+
+
+# The UDP datagram of an 8 B RDMA WRITE ONLY: BTH (12) + RETH (16) + 8 B + ICRC (4).
+ROCE_WRITE8_DATAGRAM = 12 + 16 + 8 + 4
+
+
+def measure_udp_half_rtt(key, label, size, block, addr, ns_s=None, ns_c=None):
+    """Half the median round trip of bench/limits/udp_rtt.cc: a perftest
+    latency is half a round trip too."""
+    iters = "2000" if ARGS.quick else "20000"
+    measure_limit_pair(key, label, "udp_rtt", [iters, str(size)], "us", addr, ns_s, ns_c,
+                       opts=["--block"] if block else [], scale=0.5)
 
 
 # --------------------------------------------------------------------------- namespaces
@@ -497,12 +513,20 @@ COMPARISONS = [
     # >= 0.8x the throughput of a ping-pong is <= 1.25x its half round trip.
     ("host", "MPI ping-pong 1 MiB, pml ucx rc_verbs", "mpi.sv_ucx_rc.1048576", "mpi.vader.1048576", "Open MPI vader 1 MiB", 1.25, True),
     ("host", "ib_write_bw 1 MiB vs memcpy", "sv.host.ib_write_bw.1048576.bw", "limits.memcpy.1048576", "memcpy 1 MiB, one thread", None, False),
-    ("roce", "ib_write_bw 64 KiB", "sv.roce.ib_write_bw.65536.bw", "ucx.tcp_veth.ucp_put_bw.65536.bw", "UCX tcp ucp_put_bw 64 KiB, veth", 1.0, False),
-    ("roce", "ib_write_bw 1 MiB", "sv.roce.ib_write_bw.1048576.bw", "ucx.tcp_veth.ucp_put_bw.1048576.bw", "UCX tcp ucp_put_bw 1 MiB, veth", 1.0, False),
-    ("roce", "ib_write_lat 8 B", "sv.roce.ib_write_lat.8", "limits.udp_half_rtt.veth", "raw UDP 8 B half round trip, veth", 1.5, True),
-    ("roce", "ib_write_bw 64 KiB, loss=0.001", "sv.roce_loss.ib_write_bw.65536.bw", "ucx.tcp_veth.ucp_put_bw.65536.bw", "UCX tcp ucp_put_bw 64 KiB, veth", None, False),
-    ("roce", "ib_write_bw 1 MiB, loss=0.001", "sv.roce_loss.ib_write_bw.1048576.bw", "ucx.tcp_veth.ucp_put_bw.1048576.bw", "UCX tcp ucp_put_bw 1 MiB, veth", None, False),
-    ("roce", "ib_write_bw 1 MiB vs TCP", "sv.roce.ib_write_bw.1048576.bw", "limits.tcp_bw.veth", "TCP stream, veth", None, False),
+    # RoCE against the kernel's best reliable transport on the same veth;
+    # UCX's tcp transport is shown beside it, without a target.
+    ("roce", "ib_write_bw 64 KiB", "sv.roce.ib_write_bw.65536.bw", "limits.tcp_bw.veth.65536", "TCP stream, veth, 64 KiB writes", 0.8, False),
+    ("roce", "ib_write_bw 1 MiB", "sv.roce.ib_write_bw.1048576.bw", "limits.tcp_bw.veth", "TCP stream, veth, 1 MiB writes", 1.0, False),
+    ("roce", "ib_write_bw 64 KiB vs UCX tcp", "sv.roce.ib_write_bw.65536.bw", "ucx.tcp_veth.ucp_put_bw.65536.bw", "UCX tcp ucp_put_bw 64 KiB, veth", None, False),
+    ("roce", "ib_write_bw 1 MiB vs UCX tcp", "sv.roce.ib_write_bw.1048576.bw", "ucx.tcp_veth.ucp_put_bw.1048576.bw", "UCX tcp ucp_put_bw 1 MiB, veth", None, False),
+    # ib_write_lat's target spins on memory and never calls into the library,
+    # so a library thread woken by the kernel receives every WRITE: its limit
+    # is a ping-pong whose receivers block. ib_send_lat polls the CQ, which
+    # receives on the polling thread: its limit is the busy-polling one.
+    ("roce", "ib_write_lat 8 B", "sv.roce.ib_write_lat.8", "limits.udp_half_rtt_block.veth", "raw UDP 8 B half round trip, veth, blocking recv", 1.5, True),
+    ("roce", "ib_send_lat 8 B", "sv.roce.ib_send_lat.8", "limits.udp_half_rtt.veth", "raw UDP 8 B half round trip, veth, busy-polling", 1.5, True),
+    ("roce", "ib_write_bw 1 MiB, loss=0.001 vs lossless", "sv.roce_loss.ib_write_bw.1048576.bw", "sv.roce.ib_write_bw.1048576.bw", "RoCE ib_write_bw 1 MiB, lossless", 0.8, False),
+    ("roce", "ib_write_bw 64 KiB, loss=0.001 vs lossless", "sv.roce_loss.ib_write_bw.65536.bw", "sv.roce.ib_write_bw.65536.bw", "RoCE ib_write_bw 64 KiB, lossless", None, False),
     ("host", "RDMA CM connect (cmtime)", "sv.cm.host.connect", "limits.tcp_connect.lo", "TCP connect/accept, loopback", None, True),
     ("roce", "RDMA CM connect (cmtime)", "sv.cm.roce.connect", "limits.tcp_connect.veth", "TCP connect/accept, veth", None, True),
 ]
@@ -596,9 +620,11 @@ def plot(path):
     extra = [("sv.roce.ib_write_bw.%d.bw", "softverbs ib_write_bw (RoCE, veth)", "D", "tab:red"),
              ("sv.roce_loss.ib_write_bw.%d.bw", "softverbs RoCE, loss=0.001", "x", "tab:red"),
              ("ucx.tcp_veth.ucp_put_bw.%d.bw", "UCX tcp ucp_put_bw (veth)", "v", "tab:purple"),
-             ("limits.memcpy.%d", "memcpy, one thread", "*", "black")]
+             ("limits.memcpy.%d", "memcpy, one thread", "*", "black"),
+             ({65536: "limits.tcp_bw.veth.65536", MIB: "limits.tcp_bw.veth"}, "TCP stream (veth)", "P", "tab:green")]
     for key, name, marker, color in extra:
-        pts = [(s, median(key % s)) for s in (65536, MIB) if median(key % s) is not None]
+        keys = key if isinstance(key, dict) else {s: key % s for s in (65536, MIB)}
+        pts = [(s, median(k)) for s, k in keys.items() if median(k) is not None]
         if pts:
             ax.plot([p[0] for p in pts], [p[1] for p in pts], marker, color=color, label=name, markersize=9)
     ax.set_xscale("log", base=2)
@@ -851,7 +877,8 @@ def section_limits():
     else:
         skip("cache-line ping-pong", "one CPU")
     iters = ["2000" if ARGS.quick else "20000", "8"]
-    measure_limit_pair("limits.udp_rtt.lo", "raw UDP 8 B round trip, loopback", "udp_rtt", iters, "us", "127.0.0.1")
+    measure_limit_pair("limits.udp_rtt.lo", "raw UDP 8 B round trip, loopback, busy-polling", "udp_rtt", iters, "us",
+                       "127.0.0.1")
     measure_limit_pair("limits.tcp_bw.lo", "TCP stream, loopback", "tcp_bw", ["0.1" if ARGS.quick else "0.5"], "GB/s",
                        "127.0.0.1", wait_server=True)
 
@@ -937,12 +964,37 @@ def section_roce():
         return
     ARGS._roce = ns
     try:
-        if (ARGS.lib / "libibverbs.so.1").exists() and have("ib_write_bw"):
-            for size in (65536, MIB):
+        sv = (ARGS.lib / "libibverbs.so.1").exists() and have("ib_write_bw")
+        udp = limit_bin("udp_rtt").exists()
+        tcp = limit_bin("tcp_bw").exists()
+        tcp_secs = "0.1" if ARGS.quick else "0.5"
+        n_lat = 500 if ARGS.quick else 5000
+        # Each softverbs figure right before the limit it is held against:
+        # the machine's speed drifts within a round.
+        for size in (65536, MIB):
+            if sv:
                 perftest_bw_both("sv.roce.ib_write_bw.%d.bw" % size, None, "softverbs RoCE ib_write_bw %s" % fmt_size(size),
                                  "softverbs-roce", "ib_write_bw", size, bw_iters(size, 20000, 128 * MIB, 100), roce=ns)
+            if tcp:
+                measure_limit_pair("limits.tcp_bw.veth" + ("" if size == MIB else ".%d" % size),
+                                   "TCP stream, veth, %s writes" % fmt_size(size), "tcp_bw", [tcp_secs, str(size)],
+                                   "GB/s", ns.addr_a, ns.ns_a, ns.ns_b, wait_server=True)
+        if sv:
             perftest_lat_tail("sv.roce.ib_write_lat.8", "softverbs RoCE ib_write_lat 8 B", "softverbs-roce",
-                              "ib_write_lat", 8, 500 if ARGS.quick else 5000, roce=ns)
+                              "ib_write_lat", 8, n_lat, roce=ns)
+        if udp:
+            measure_udp_half_rtt("limits.udp_half_rtt_block.veth", "raw UDP 8 B half round trip, veth, blocking recv",
+                                 8, True, ns.addr_a, ns.ns_a, ns.ns_b)
+            measure_udp_half_rtt("limits.udp_half_rtt_block.%d.veth" % ROCE_WRITE8_DATAGRAM,
+                                 "raw UDP %d B (an 8 B WRITE's datagram) half round trip, veth, blocking recv"
+                                 % ROCE_WRITE8_DATAGRAM, ROCE_WRITE8_DATAGRAM, True, ns.addr_a, ns.ns_a, ns.ns_b)
+        if sv:
+            perftest_lat_tail("sv.roce.ib_send_lat.8", "softverbs RoCE ib_send_lat 8 B", "softverbs-roce",
+                              "ib_send_lat", 8, n_lat, roce=ns)
+        if udp:
+            measure_udp_half_rtt("limits.udp_half_rtt.veth", "raw UDP 8 B half round trip, veth, busy-polling",
+                                 8, False, ns.addr_a, ns.ns_a, ns.ns_b)
+        if sv:
             for size in (65536, MIB):
                 perftest_bw_both("sv.roce_loss.ib_write_bw.%d.bw" % size, None,
                                  "softverbs RoCE ib_write_bw %s, SOFTVERBS_FAULTS=loss=0.001" % fmt_size(size),
@@ -951,15 +1003,6 @@ def section_roce():
         if have("ucx_perftest"):
             measure_ucx("ucx.tcp_veth", "tcp over veth", "ucx-veth", "tcp",
                         ucx_suite(lat=True, small=False), ns_pair=(ns.ns_a, ns.ns_b), addr=ns.addr_a)
-        if limit_bin("udp_rtt").exists():
-            iters = ["2000" if ARGS.quick else "20000", "8"]
-            measure_limit_pair("limits.udp_rtt.veth", "raw UDP 8 B round trip, veth", "udp_rtt", iters, "us",
-                                   ns.addr_a, ns.ns_a, ns.ns_b)
-            rtt = DATA["measurements"]["limits.udp_rtt.veth"]
-            record("limits.udp_half_rtt.veth", "raw UDP 8 B half round trip, veth", "limits", rtt["command"],
-                   [v / 2 for v in rtt["runs"]], "us")
-            measure_limit_pair("limits.tcp_bw.veth", "TCP stream, veth", "tcp_bw", ["0.1" if ARGS.quick else "0.5"],
-                               "GB/s", ns.addr_a, ns.ns_a, ns.ns_b, wait_server=True)
     finally:
         ns.down()
 

@@ -920,13 +920,21 @@ def section_scale():
                    cmdline(cmd, env={"SOFTVERBS_DEVICE_PATH": "<segment>"}), runs[name], unit)
 
 
+def callgrind_count(out_text):
+    m = re.search(r"Collected : (\d+)", out_text)
+    return int(m.group(1)) if m else None
+
+
 def section_cost():
-    """Instructions per 64-byte message on the post -> completion path
-    (bench/cost/msg_cost.cc under callgrind): the difference between two runs
-    with different message counts, divided by the difference in messages. It
-    is deterministic, so one run is enough and the machine's load does not
-    move it."""
-    print("softverbs: instructions per 64 B message (callgrind)", flush=True)
+    """Instructions per message on the post -> completion path, counted by
+    callgrind: the difference between two runs with different message
+    counts, divided by the difference in messages, which cancels setup and
+    teardown. 64 B on softverbs0 (bench/cost/msg_cost.cc, one process, fully
+    deterministic: one run) and a 4 KiB WRITE on softverbs_roce0
+    (bench/cost/roce_msg_cost.cc, requester and responder in two processes,
+    each under its own callgrind; which thread takes a datagram varies a
+    little from run to run, so --runs pairs and their median)."""
+    print("softverbs: instructions per message (callgrind)", flush=True)
     tool = ARGS.build / "bin" / "sv_bench_msg_cost"
     if not tool.exists():
         skip("message cost", "%s is missing: build with -DSOFTVERBS_BENCH=ON" % tool)
@@ -943,16 +951,110 @@ def section_cost():
             cmd = ["valgrind", "--tool=callgrind", "--callgrind-out-file=/dev/null", tool, op, n]
             rc, out = run_one(cmd, env={"SOFTVERBS_DEVICE_PATH": seg}, timeout=120)
             remove_segment(seg)
-            got = re.search(r"Collected : (\d+)", out)
+            got = callgrind_count(out)
             if rc != 0 or got is None:
                 note_failure(cmdline(cmd), rc, out, "")
                 break
-            counts.append(int(got.group(1)))
+            counts.append(got)
         values = [(counts[1] - counts[0]) / (large - small)] if len(counts) == 2 else []
         record("sv.cost.%s.64" % op, "softverbs host: instructions per %s" % label, "softverbs-cost",
                "valgrind --tool=callgrind %s %s {%d,%d} (difference / %d)" % (
                    os.path.relpath(tool, REPO), op, small, large, large - small),
                values, "instr")
+    roce_cost()
+
+
+ROCE_COST_BYTES = 4096
+
+
+def roce_cost_once(tool, n, udp_port):
+    """One responder + requester pair under callgrind, each a RoCE host on a
+    loopback address; returns (requester, responder) instruction counts."""
+    grind = ["valgrind", "--tool=callgrind", "--callgrind-out-file=/dev/null"]
+    tcp_port = free_port()
+    envs = []
+    for end, addr in (("responder", "127.0.0.2"), ("requester", "127.0.0.3")):
+        envs.append({"LD_LIBRARY_PATH": str(ARGS.lib), "SOFTVERBS_ROCE_ADDR": addr,
+                     "SOFTVERBS_ROCE_PORT": str(udp_port), "SOFTVERBS_ROCE_MTU": "4096",
+                     "SOFTVERBS_DEVICE_PATH": "/dev/shm/softverbs-bench-%d-cost-%s" % (os.getpid(), end)})
+    server = grind + [tool, "responder", "127.0.0.2", tcp_port]
+    client = grind + [tool, "requester", "127.0.0.2", tcp_port, n, ROCE_COST_BYTES]
+    try:
+        rc, out, sout = run_pair(server, client, envs[0], envs[1], timeout=180)
+    finally:
+        for e in envs:
+            remove_segment(e["SOFTVERBS_DEVICE_PATH"])
+    req, resp = callgrind_count(out), callgrind_count(sout)
+    if rc != 0 or req is None or resp is None or "metric messages %d" % n not in out:
+        note_failure(cmdline(client, envs[1]), rc, out, sout)
+        return None
+    return req, resp
+
+
+def roce_cost():
+    tool = ARGS.build / "bin" / "sv_bench_roce_msg_cost"
+    if not tool.exists():
+        skip("RoCE message cost", "%s is missing: build with -DSOFTVERBS_BENCH=ON" % tool)
+        return
+    small, large = 200, 1200
+    udp_port = free_port()  # a TCP port free now; the UDP one of the same number is very likely free too
+    runs = {"requester": [], "responder": [], "sum": []}
+    for _ in range(ARGS.per_round):
+        a = roce_cost_once(tool, small, udp_port)
+        b = roce_cost_once(tool, large, udp_port) if a else None
+        if a is None or b is None:
+            continue
+        req, resp = (b[0] - a[0]) / (large - small), (b[1] - a[1]) / (large - small)
+        runs["requester"].append(req)
+        runs["responder"].append(resp)
+        runs["sum"].append(req + resp)
+    what = {"requester": "the requester's process (post, ACK, CQ event, poll)",
+            "responder": "the responder's process (receive, place, ACK)",
+            "sum": "both processes"}
+    for part in ("requester", "responder", "sum"):
+        record("sv.cost.roce_write.%d.%s" % (ROCE_COST_BYTES, part),
+               "softverbs RoCE: instructions per %s RDMA WRITE, %s" % (fmt_size(ROCE_COST_BYTES), what[part]),
+               "softverbs-cost",
+               "SOFTVERBS_ROCE_ADDR=127.0.0.{2,3} valgrind --tool=callgrind %s responder|requester ... {%d,%d} %d "
+               "(difference / %d)" % (os.path.relpath(tool, REPO), small, large, ROCE_COST_BYTES, large - small),
+               runs[part], "instr")
+
+
+# Columns of the instruction-count history: (key, heading).
+COST_HISTORY = [
+    ("sv.cost.write.64", "host 64 B WRITE"),
+    ("sv.cost.send.64", "host 64 B SEND+RECV"),
+    ("sv.cost.roce_write.4096.requester", "RoCE 4 KiB WRITE, requester"),
+    ("sv.cost.roce_write.4096.responder", "RoCE 4 KiB WRITE, responder"),
+    ("sv.cost.roce_write.4096.sum", "RoCE 4 KiB WRITE, both"),
+]
+
+
+def render_cost_history(this_run, limit=8):
+    """The instruction counts of the last full runs committed under
+    bench/results/, oldest first, and this run's, so that a rise or fall
+    from commit to commit shows."""
+    rows = []
+    for path in sorted((BENCH / "results").glob("*.json")):
+        if path.name == this_run.name:
+            continue
+        try:
+            d = json.loads(path.read_text())
+        except (OSError, ValueError):
+            continue
+        m = d.get("measurements", {})
+        if d.get("quick") or not any(k in m for k, _ in COST_HISTORY):
+            continue
+        rows.append((d.get("date", path.stem), d.get("machine", {}).get("git_commit", "?"),
+                     [m.get(k, {}).get("median") for k, _ in COST_HISTORY]))
+    rows = rows[-limit:]
+    commit = DATA["machine"].get("git_commit", "?") + (" (with uncommitted changes)" if DATA["machine"].get("git_dirty") else "")
+    rows.append(("this run", commit, [median(k) for k, _ in COST_HISTORY]))
+    out = ["| run | commit | " + " | ".join(h for _, h in COST_HISTORY) + " |",
+           "|---|---|" + "---|" * len(COST_HISTORY)]
+    for date, commit, vals in rows:
+        out.append("| %s | %s | %s |" % (date, commit, " | ".join(fmt(v, "instr") for v in vals)))
+    return "\n".join(out)
 
 
 def section_roce():
@@ -1122,6 +1224,7 @@ def write_doc(doc, png, results):
         "LIMITS": render_group({"limits"}),
         "SCALE": render_group({"softverbs-scale"}),
         "COST": render_group({"softverbs-cost"}),
+        "COST_HISTORY": render_cost_history(results),
         "SKIPPED": skipped,
         "NOTES": notes,
     }

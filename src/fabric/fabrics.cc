@@ -45,10 +45,6 @@ Status join_multicast(DeviceHost& device, const uint8_t mgid[16]) {
   return udp.join(mgid);
 }
 
-void release_qp(uint32_t slot) {
-  if (g_port.roce) udp::udp_fabric().release_qp(slot);
-}
-
 void leave_multicast(const uint8_t mgid[16]) {
   if (port().roce) udp::udp_fabric().leave(mgid);
 }

@@ -43,10 +43,6 @@ const PortSetup& port();
 // takes the UDP link, which hands datagrams for this host to the host link.
 Result<transport::Link*> link_for(DeviceHost& device, const ibv_ah_attr& ah, uint8_t qp_type);
 
-// The QP in `slot` is being destroyed: what it still owes its peer leaves
-// now (an ACK held back to ride with its next request, on the UDP link).
-void release_qp(uint32_t slot);
-
 // ibv_attach_mcast: a QP of this process joined the group `mgid`. On a RoCE
 // port the UDP fabric (started if need be) counts the process's QPs in each
 // group and joins the IP multicast group the MGID maps to with the first;

@@ -869,7 +869,6 @@ Status Qp::destroy() {
   }
   Device& dev = ctx_->device();
   dev.remove_qp(slot_);  // from now on the service thread does not call us
-  fabric::release_qp(slot_);
   // ibv_destroy_qp(3): wait until every async event fetched for it with
   // ibv_get_async_event is acknowledged. Unfetched ones are dropped: no claim
   // finds this QP once it left the registry.

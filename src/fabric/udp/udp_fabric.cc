@@ -3,15 +3,12 @@
 #include <arpa/inet.h>
 #include <netinet/in.h>
 #include <poll.h>
-#include <time.h>
 #include <sched.h>
 #include <sys/prctl.h>
 #include <sys/socket.h>
 #include <unistd.h>
 
 #include <cerrno>
-#include <algorithm>
-#include <cstdlib>
 #include <cstring>
 #include <memory>
 
@@ -180,9 +177,6 @@ Status UdpFabric::start(DeviceHost& host, const std::vector<wire::Gid>& gids, ui
     faults_->start();
     SV_LOG(kInfo, "RoCE: faults on the wire: %s", fault::format_fault_config(fabric::port().faults).c_str());
   }
-  // A process that exits with its QPs open still sends the ACKs it held
-  // back: its peer's requests were carried out.
-  std::atexit([] { udp_fabric().send_due_acks(true); });
   for (size_t i = 0; i < endpoints_.size(); ++i)
     if (rx_fds[i] >= 0) std::thread([this, i] { receive_loop(i); }).detach();
   started_ = true;
@@ -209,66 +203,19 @@ const UdpFabric::Endpoint* UdpFabric::endpoint_for(uint8_t sgid_index) const {
   return sgid_index < endpoints_.size() ? &endpoints_[sgid_index] : nullptr;
 }
 
-namespace {
-thread_local bool t_receive_thread = false;
-
-// How long the receive thread stays off the socket once it has seen an
-// application thread poll. A datagram that comes after the polling stopped
-// and did not ride with an ACK (its ACK waited past AckHold::kBoundNs) waits
-// up to twice this. ib_write_lat on 2 cores: 1.4 context switches per
-// iteration at 100 us, 1.1 at 1 ms; 100 us with a 200 us ACK bound had the
-// lowest medians (docs/PERFORMANCE-NOTES.md).
-constexpr uint64_t kOffSocketNs = 100'000;
-
-timespec to_timespec(uint64_t ns) {
-  return {static_cast<time_t>(ns / 1'000'000'000u), static_cast<long>(ns % 1'000'000'000u)};
-}
-}  // namespace
-
 void UdpFabric::receive_loop(size_t index) {
   prctl(PR_SET_NAME, "softverbs-rx");
-  t_receive_thread = true;
   Receiver& r = receivers_[index];
   const int fd = r.fd.load(std::memory_order_acquire);
-  uint64_t seen_polls = r.polls.load(std::memory_order_relaxed);
   for (;;) {
-    uint64_t due_in = kOffSocketNs;  // until the next held ACK is due
-    if (acks_.any()) {
-      send_due_acks();
-      const uint64_t oldest = acks_.oldest();
-      if (oldest != 0) due_in = oldest + AckHold::kBoundNs - std::min(AckHold::now_ns(), oldest + AckHold::kBoundNs);
-    }
-    const uint64_t polls = r.polls.load(std::memory_order_relaxed);
-    if (polls != seen_polls) {
-      // An application thread polls and receives: whatever comes while it
-      // goes on polling it takes at once, and a receive thread woken for
-      // the same datagram would only take a core from it (on 2 cores, 3-4
-      // context switches per ib_write_lat iteration in each process before,
-      // 1.4 with this and the ACKs held back). Look again in a while: in a
-      // ping-pong the reply came with the ACK the poller waited for.
-      seen_polls = polls;
-      const timespec nap = to_timespec(std::min(kOffSocketNs, due_in));
-      nanosleep(&nap, nullptr);
-      continue;
-    }
-    r.watching.store(true, std::memory_order_seq_cst);
-    timespec deadline{};
-    const timespec* wait = nullptr;
-    if (acks_.any()) {
-      deadline = to_timespec(std::min(due_in, AckHold::kBoundNs));
-      wait = &deadline;  // (a hold since due_in was taken is due later than this)
-    }
     // Wait without the lock, so that a polling application thread can take
     // the socket meanwhile; then read under it. Full batches mean more is
     // queued: read on without waiting again.
     pollfd ready{fd, POLLIN, 0};
-    const int woke = ppoll(&ready, 1, wait, nullptr);
-    r.watching.store(false, std::memory_order_relaxed);
-    if (woke < 0 && errno != EINTR) {
+    if (poll(&ready, 1, -1) < 0 && errno != EINTR) {
       SV_LOG(kError, "RoCE: waiting to receive failed: %s", std::strerror(errno));
       return;
     }
-    if (woke == 0) continue;  // an ACK held back is due
     std::lock_guard lock(r.mu);
     int n;
     while ((n = receive_batch(index)) == static_cast<int>(kRxBatch)) {
@@ -321,7 +268,6 @@ bool UdpFabric::receive_now() {
   for (size_t i = 0; i < endpoints_.size(); ++i) {
     Receiver& r = receivers_[i];
     if (r.fd.load(std::memory_order_acquire) < 0) continue;
-    r.polls.store(r.polls.load(std::memory_order_relaxed) + 1, std::memory_order_relaxed);
     std::unique_lock lock(r.mu, std::try_to_lock);
     if (!lock.owns_lock()) continue;  // the receive thread has it
     handled |= receive_batch(i) > 0;
@@ -349,48 +295,6 @@ bool UdpFabric::icrc_ok(const Endpoint& ep, const wire::Gid& to, const Peer& fro
   if (n == 0 || ib.size() < wire::kBthBytes + wire::kIcrcBytes) return false;
   const std::optional<uint32_t> crc = wire::icrc_compute({hdr, n}, ib.first(ib.size() - wire::kIcrcBytes));
   return crc && *crc == load_le32(ib.data() + ib.size() - wire::kIcrcBytes);
-}
-
-void UdpFabric::answer(const Endpoint& ep, const wire::Gid& to, uint32_t slot, std::span<uint8_t> packet) {
-  const size_t index = static_cast<size_t>(&ep - endpoints_.data());
-  {
-    // A plain ACK (RC ACKNOWLEDGE, AETH syndrome 000xxxxx) of a QP whose
-    // requester has just sent, where this process's receive thread will
-    // send it if its QP's next request does not come in time.
-    const bool plain_ack = packet.size() >= wire::kBthBytes + 4 && packet[0] == 0x11 &&
-                           (packet[wire::kBthBytes] & 0xe0) == 0;
-    Receiver& r = receivers_[index];
-    if (plain_ack && acks_.recently_sent(slot) && r.fd.load(std::memory_order_relaxed) >= 0 &&
-        acks_.hold(slot, index, to, packet, AckHold::now_ns())) {
-      // Held by an application thread while the receive thread sleeps on the
-      // socket with no deadline: nobody would send it in time.
-      AckHold::Held h;
-      if (!t_receive_thread && r.watching.load(std::memory_order_seq_cst) && acks_.take(slot, &h)) send_held(h);
-      return;
-    }
-    AckHold::Held h;
-    if (acks_.any() && acks_.take(slot, &h)) send_held(h);
-  }
-  send(ep, to, packet);
-}
-
-void UdpFabric::send_held(const AckHold::Held& h) {
-  uint8_t packet[AckHold::kMaxAck];
-  std::memcpy(packet, h.packet, h.len);
-  send(endpoints_[h.endpoint], h.to, {packet, h.len});
-}
-
-void UdpFabric::release_qp(uint32_t slot) {
-  AckHold::Held h;
-  if (acks_.any() && acks_.take(slot, &h)) send_held(h);
-}
-
-void UdpFabric::send_due_acks(bool all) {
-  if (!acks_.any()) return;
-  AckHold::Held due[AckHold::kEntries];
-  const uint64_t now = AckHold::now_ns();
-  const size_t n = acks_.take_due(all ? UINT64_MAX : now > AckHold::kBoundNs ? now - AckHold::kBoundNs : 0, due);
-  for (size_t i = 0; i < n; ++i) send_held(due[i]);
 }
 
 size_t UdpFabric::tx_socket_of(std::span<const uint8_t> ib) {

@@ -28,7 +28,6 @@
 #include <thread>
 #include <vector>
 
-#include "fabric/udp/ack_hold.h"
 #include "fabric/udp/fault_link.h"
 #include "fabric/udp/forwarder.h"
 #include "fabric/device_host.h"
@@ -53,8 +52,6 @@ class UdpFabric final : public transport::Link {
   bool can_transmit(const transport::SendSide& side, const transport::SendWqe& wqe) override;
   bool receive_now() override;
   bool receives_on_poll() const override { return true; }
-  // The QP in `slot` is being destroyed: its held ACK, if any, leaves now.
-  void release_qp(uint32_t slot);
   // Returns once no datagram that was being handled when it was called is
   // still being handled (fabric::quiesce_local_access).
   void quiesce();
@@ -97,12 +94,6 @@ class UdpFabric final : public transport::Link {
     // Bound to the device's port; -1 while another process receives for the address.
     std::atomic<int> fd{-1};
     std::unique_ptr<uint8_t[]> buffers;  // kRxBatch packets; under mu
-    // Bumped by every receive_now: while it moves, an application thread
-    // takes what comes and the receive thread stays off the socket.
-    std::atomic<uint64_t> polls{0};
-    // The receive thread sleeps on the socket with no deadline: an ACK held
-    // now would wait for a datagram (ack_hold.h).
-    std::atomic<bool> watching{false};
   };
 
   void receive_loop(size_t endpoint);
@@ -115,14 +106,6 @@ class UdpFabric final : public transport::Link {
   void on_request(const Endpoint& ep, const wire::Gid& to, const Peer& from, uint32_t qp_slot,
                   const wire::PacketView& v);
   void on_response(const Peer& from, uint32_t qp_slot, const wire::PacketView& v);
-  // The responder's answer to the requester at `to`: an ACK of a QP that
-  // ping-pongs may be held back (ack_hold.h), anything else first sends the
-  // QP's held ACK, so the answers leave in order.
-  void answer(const Endpoint& ep, const wire::Gid& to, uint32_t qp_slot, std::span<uint8_t> packet);
-  // Sends what take/take_due returned.
-  void send_held(const AckHold::Held& h);
-  // Sends the held ACKs that are due (all: every one).
-  void send_due_acks(bool all = false);
 
   // Fills in the ICRC of `ib` (BTH .. ICRC slot) and sends it to `to`,
   // through the FaultLink when there is one.
@@ -158,7 +141,6 @@ class UdpFabric final : public transport::Link {
   std::unique_ptr<Receiver[]> receivers_;  // one per endpoint
   uint16_t dst_port_ = wire::kRoceV2Port;
   std::unique_ptr<FaultLink> faults_;  // SOFTVERBS_FAULTS only
-  AckHold acks_;
   Forwarder forwarder_;
 };
 

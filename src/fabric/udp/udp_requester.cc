@@ -43,38 +43,21 @@ ibv_wc_status UdpFabric::transmit(transport::SendSide& s, transport::SendWqe& w,
   wire::Gid dst;
   std::memcpy(dst.data(), ah.grh.dgid.raw, 16);
 
-  // A message's packets leave kBatch at a time, one syscall each batch; the
-  // QP's held ACK (ack_hold.h), if any, leads the first.
+  // A message's packets leave kBatch at a time, one syscall each batch.
   constexpr size_t kBatch = 8;
   uint8_t batch[kBatch][kMaxIbPacket];
-  std::span<uint8_t> ready[kBatch + 1];
+  std::span<uint8_t> ready[kBatch];
   size_t queued = 0;
-  size_t acks = 0;
-  uint8_t ack[AckHold::kMaxAck];
-  if (s.qp.qp_type == IBV_QPT_RC) {
-    acks_.note_transmit(s.qp.qp_slot);
-    AckHold::Held h;
-    if (acks_.any() && acks_.take(s.qp.qp_slot, &h)) {
-      if (&endpoints_[h.endpoint] == ep && h.to == dst) {
-        std::memcpy(ack, h.packet, h.len);
-        ready[queued++] = {ack, h.len};
-        acks = 1;
-      } else {
-        send_held(h);
-      }
-    }
-  }
   auto flush = [&] {
     send_many(*ep, dst, {ready, queued});
-    s.qp.shared->counters.sent_packets.fetch_add(queued - acks, std::memory_order_relaxed);
+    s.qp.shared->counters.sent_packets.fetch_add(queued, std::memory_order_relaxed);
     queued = 0;
-    acks = 0;
   };
   transport::RequestPackets packets(s, w, local, from_psn);
   while (!packets.done()) {
-    ready[queued] = packets.next(batch[queued - acks]);
+    ready[queued] = packets.next(batch[queued]);
     if (ready[queued].empty()) break;  // cannot be built: what came before it still goes
-    if (++queued == kBatch + acks) flush();
+    if (++queued == kBatch) flush();
   }
   if (queued > 0) flush();
   return IBV_WC_SUCCESS;

@@ -55,20 +55,11 @@ void UdpFabric::on_request(const Endpoint& ep, const wire::Gid& to, const Peer& 
     UdpFabric* fabric;
     const Endpoint* ep;
     const wire::Gid* to;
-    uint32_t slot;
-    bool connected;
-    void send(std::span<uint8_t> packet) override {
-      if (connected)
-        fabric->answer(*ep, *to, slot, packet);
-      else
-        fabric->send(*ep, *to, packet);
-    }
+    void send(std::span<uint8_t> packet) override { fabric->send(*ep, *to, packet); }
   } to_peer;
   to_peer.fabric = this;
   to_peer.ep = &ep;
   to_peer.to = &from.gid;
-  to_peer.slot = slot;
-  to_peer.connected = qp.qp_type == IBV_QPT_RC;
   // The responder runs here, in the QP's owner (its one writer, invariant 3).
   // An XRC request lands in the memory of the SRQ it names, whose owner may
   // be another process of the domain (shared through a file): reached as

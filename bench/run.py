@@ -388,18 +388,34 @@ def measure_limit(key, label, cmd, unit, ns=None):
     record(key, label, "limits", cmdline(cmd, ns=ns), repeat(once), unit)
 
 
-def measure_limit_pair(key, label, tool, client_args, unit, addr, ns_s=None, ns_c=None, wait_server=False):
+def measure_limit_pair(key, label, tool, client_args, unit, addr, ns_s=None, ns_c=None, wait_server=False,
+                       opts=(), scale=1.0):
+    """The limit program's server and client (both given opts before the mode);
+    the client's result times scale is recorded."""
     def once():
         port = free_port()
-        rc, out, sout = run_pair([limit_bin(tool), "server", addr, port],
-                                 [limit_bin(tool), "client", addr, port] + client_args,
+        rc, out, sout = run_pair([limit_bin(tool)] + list(opts) + ["server", addr, port],
+                                 [limit_bin(tool)] + list(opts) + ["client", addr, port] + client_args,
                                  ns_s=ns_s, ns_c=ns_c, timeout=30, wait_server=wait_server)
         v = parse_result(out) if rc == 0 else None
         if v is None:
             note_failure(tool, rc, out, sout)
-        return v
-    cmd = cmdline([limit_bin(tool), "client", addr, "<port>"] + client_args, ns=ns_c)
+            return None
+        return v * scale
+    cmd = cmdline([limit_bin(tool)] + list(opts) + ["client", addr, "<port>"] + client_args, ns=ns_c)
     record(key, label, "limits", cmd, repeat(once), unit)
+
+
+# The UDP datagram of an 8 B RDMA WRITE ONLY: BTH (12) + RETH (16) + 8 B + ICRC (4).
+ROCE_WRITE8_DATAGRAM = 12 + 16 + 8 + 4
+
+
+def measure_udp_half_rtt(key, label, size, block, addr, ns_s=None, ns_c=None):
+    """Half the median round trip of bench/limits/udp_rtt.cc: a perftest
+    latency is half a round trip too."""
+    iters = "2000" if ARGS.quick else "20000"
+    measure_limit_pair(key, label, "udp_rtt", [iters, str(size)], "us", addr, ns_s, ns_c,
+                       opts=["--block"] if block else [], scale=0.5)
 
 
 # --------------------------------------------------------------------------- namespaces
@@ -497,12 +513,20 @@ COMPARISONS = [
     # >= 0.8x the throughput of a ping-pong is <= 1.25x its half round trip.
     ("host", "MPI ping-pong 1 MiB, pml ucx rc_verbs", "mpi.sv_ucx_rc.1048576", "mpi.vader.1048576", "Open MPI vader 1 MiB", 1.25, True),
     ("host", "ib_write_bw 1 MiB vs memcpy", "sv.host.ib_write_bw.1048576.bw", "limits.memcpy.1048576", "memcpy 1 MiB, one thread", None, False),
-    ("roce", "ib_write_bw 64 KiB", "sv.roce.ib_write_bw.65536.bw", "ucx.tcp_veth.ucp_put_bw.65536.bw", "UCX tcp ucp_put_bw 64 KiB, veth", 1.0, False),
-    ("roce", "ib_write_bw 1 MiB", "sv.roce.ib_write_bw.1048576.bw", "ucx.tcp_veth.ucp_put_bw.1048576.bw", "UCX tcp ucp_put_bw 1 MiB, veth", 1.0, False),
-    ("roce", "ib_write_lat 8 B", "sv.roce.ib_write_lat.8", "limits.udp_half_rtt.veth", "raw UDP 8 B half round trip, veth", 1.5, True),
-    ("roce", "ib_write_bw 64 KiB, loss=0.001", "sv.roce_loss.ib_write_bw.65536.bw", "ucx.tcp_veth.ucp_put_bw.65536.bw", "UCX tcp ucp_put_bw 64 KiB, veth", None, False),
-    ("roce", "ib_write_bw 1 MiB, loss=0.001", "sv.roce_loss.ib_write_bw.1048576.bw", "ucx.tcp_veth.ucp_put_bw.1048576.bw", "UCX tcp ucp_put_bw 1 MiB, veth", None, False),
-    ("roce", "ib_write_bw 1 MiB vs TCP", "sv.roce.ib_write_bw.1048576.bw", "limits.tcp_bw.veth", "TCP stream, veth", None, False),
+    # RoCE against the kernel's best reliable transport on the same veth;
+    # UCX's tcp transport is shown beside it, without a target.
+    ("roce", "ib_write_bw 64 KiB", "sv.roce.ib_write_bw.65536.bw", "limits.tcp_bw.veth.65536", "TCP stream, veth, 64 KiB writes", 0.8, False),
+    ("roce", "ib_write_bw 1 MiB", "sv.roce.ib_write_bw.1048576.bw", "limits.tcp_bw.veth", "TCP stream, veth, 1 MiB writes", 1.0, False),
+    ("roce", "ib_write_bw 64 KiB vs UCX tcp", "sv.roce.ib_write_bw.65536.bw", "ucx.tcp_veth.ucp_put_bw.65536.bw", "UCX tcp ucp_put_bw 64 KiB, veth", None, False),
+    ("roce", "ib_write_bw 1 MiB vs UCX tcp", "sv.roce.ib_write_bw.1048576.bw", "ucx.tcp_veth.ucp_put_bw.1048576.bw", "UCX tcp ucp_put_bw 1 MiB, veth", None, False),
+    # ib_write_lat's target spins on memory and never calls into the library,
+    # so a library thread woken by the kernel receives every WRITE: its limit
+    # is a ping-pong whose receivers block. ib_send_lat polls the CQ, which
+    # receives on the polling thread: its limit is the busy-polling one.
+    ("roce", "ib_write_lat 8 B", "sv.roce.ib_write_lat.8", "limits.udp_half_rtt_block.veth", "raw UDP 8 B half round trip, veth, blocking recv", 1.5, True),
+    ("roce", "ib_send_lat 8 B", "sv.roce.ib_send_lat.8", "limits.udp_half_rtt.veth", "raw UDP 8 B half round trip, veth, busy-polling", 1.5, True),
+    ("roce", "ib_write_bw 1 MiB, loss=0.001 vs lossless", "sv.roce_loss.ib_write_bw.1048576.bw", "sv.roce.ib_write_bw.1048576.bw", "RoCE ib_write_bw 1 MiB, lossless", 0.8, False),
+    ("roce", "ib_write_bw 64 KiB, loss=0.001 vs lossless", "sv.roce_loss.ib_write_bw.65536.bw", "sv.roce.ib_write_bw.65536.bw", "RoCE ib_write_bw 64 KiB, lossless", None, False),
     ("host", "RDMA CM connect (cmtime)", "sv.cm.host.connect", "limits.tcp_connect.lo", "TCP connect/accept, loopback", None, True),
     ("roce", "RDMA CM connect (cmtime)", "sv.cm.roce.connect", "limits.tcp_connect.veth", "TCP connect/accept, veth", None, True),
 ]
@@ -596,9 +620,11 @@ def plot(path):
     extra = [("sv.roce.ib_write_bw.%d.bw", "softverbs ib_write_bw (RoCE, veth)", "D", "tab:red"),
              ("sv.roce_loss.ib_write_bw.%d.bw", "softverbs RoCE, loss=0.001", "x", "tab:red"),
              ("ucx.tcp_veth.ucp_put_bw.%d.bw", "UCX tcp ucp_put_bw (veth)", "v", "tab:purple"),
-             ("limits.memcpy.%d", "memcpy, one thread", "*", "black")]
+             ("limits.memcpy.%d", "memcpy, one thread", "*", "black"),
+             ({65536: "limits.tcp_bw.veth.65536", MIB: "limits.tcp_bw.veth"}, "TCP stream (veth)", "P", "tab:green")]
     for key, name, marker, color in extra:
-        pts = [(s, median(key % s)) for s in (65536, MIB) if median(key % s) is not None]
+        keys = key if isinstance(key, dict) else {s: key % s for s in (65536, MIB)}
+        pts = [(s, median(k)) for s, k in keys.items() if median(k) is not None]
         if pts:
             ax.plot([p[0] for p in pts], [p[1] for p in pts], marker, color=color, label=name, markersize=9)
     ax.set_xscale("log", base=2)
@@ -851,7 +877,8 @@ def section_limits():
     else:
         skip("cache-line ping-pong", "one CPU")
     iters = ["2000" if ARGS.quick else "20000", "8"]
-    measure_limit_pair("limits.udp_rtt.lo", "raw UDP 8 B round trip, loopback", "udp_rtt", iters, "us", "127.0.0.1")
+    measure_limit_pair("limits.udp_rtt.lo", "raw UDP 8 B round trip, loopback, busy-polling", "udp_rtt", iters, "us",
+                       "127.0.0.1")
     measure_limit_pair("limits.tcp_bw.lo", "TCP stream, loopback", "tcp_bw", ["0.1" if ARGS.quick else "0.5"], "GB/s",
                        "127.0.0.1", wait_server=True)
 
@@ -893,13 +920,21 @@ def section_scale():
                    cmdline(cmd, env={"SOFTVERBS_DEVICE_PATH": "<segment>"}), runs[name], unit)
 
 
+def callgrind_count(out_text):
+    m = re.search(r"Collected : (\d+)", out_text)
+    return int(m.group(1)) if m else None
+
+
 def section_cost():
-    """Instructions per 64-byte message on the post -> completion path
-    (bench/cost/msg_cost.cc under callgrind): the difference between two runs
-    with different message counts, divided by the difference in messages. It
-    is deterministic, so one run is enough and the machine's load does not
-    move it."""
-    print("softverbs: instructions per 64 B message (callgrind)", flush=True)
+    """Instructions per message on the post -> completion path, counted by
+    callgrind: the difference between two runs with different message
+    counts, divided by the difference in messages, which cancels setup and
+    teardown. 64 B on softverbs0 (bench/cost/msg_cost.cc, one process, fully
+    deterministic: one run) and a 4 KiB WRITE on softverbs_roce0
+    (bench/cost/roce_msg_cost.cc, requester and responder in two processes,
+    each under its own callgrind; which thread takes a datagram varies a
+    little from run to run, so --runs pairs and their median)."""
+    print("softverbs: instructions per message (callgrind)", flush=True)
     tool = ARGS.build / "bin" / "sv_bench_msg_cost"
     if not tool.exists():
         skip("message cost", "%s is missing: build with -DSOFTVERBS_BENCH=ON" % tool)
@@ -916,16 +951,110 @@ def section_cost():
             cmd = ["valgrind", "--tool=callgrind", "--callgrind-out-file=/dev/null", tool, op, n]
             rc, out = run_one(cmd, env={"SOFTVERBS_DEVICE_PATH": seg}, timeout=120)
             remove_segment(seg)
-            got = re.search(r"Collected : (\d+)", out)
+            got = callgrind_count(out)
             if rc != 0 or got is None:
                 note_failure(cmdline(cmd), rc, out, "")
                 break
-            counts.append(int(got.group(1)))
+            counts.append(got)
         values = [(counts[1] - counts[0]) / (large - small)] if len(counts) == 2 else []
         record("sv.cost.%s.64" % op, "softverbs host: instructions per %s" % label, "softverbs-cost",
                "valgrind --tool=callgrind %s %s {%d,%d} (difference / %d)" % (
                    os.path.relpath(tool, REPO), op, small, large, large - small),
                values, "instr")
+    roce_cost()
+
+
+ROCE_COST_BYTES = 4096
+
+
+def roce_cost_once(tool, n, udp_port):
+    """One responder + requester pair under callgrind, each a RoCE host on a
+    loopback address; returns (requester, responder) instruction counts."""
+    grind = ["valgrind", "--tool=callgrind", "--callgrind-out-file=/dev/null"]
+    tcp_port = free_port()
+    envs = []
+    for end, addr in (("responder", "127.0.0.2"), ("requester", "127.0.0.3")):
+        envs.append({"LD_LIBRARY_PATH": str(ARGS.lib), "SOFTVERBS_ROCE_ADDR": addr,
+                     "SOFTVERBS_ROCE_PORT": str(udp_port), "SOFTVERBS_ROCE_MTU": "4096",
+                     "SOFTVERBS_DEVICE_PATH": "/dev/shm/softverbs-bench-%d-cost-%s" % (os.getpid(), end)})
+    server = grind + [tool, "responder", "127.0.0.2", tcp_port]
+    client = grind + [tool, "requester", "127.0.0.2", tcp_port, n, ROCE_COST_BYTES]
+    try:
+        rc, out, sout = run_pair(server, client, envs[0], envs[1], timeout=180)
+    finally:
+        for e in envs:
+            remove_segment(e["SOFTVERBS_DEVICE_PATH"])
+    req, resp = callgrind_count(out), callgrind_count(sout)
+    if rc != 0 or req is None or resp is None or "metric messages %d" % n not in out:
+        note_failure(cmdline(client, envs[1]), rc, out, sout)
+        return None
+    return req, resp
+
+
+def roce_cost():
+    tool = ARGS.build / "bin" / "sv_bench_roce_msg_cost"
+    if not tool.exists():
+        skip("RoCE message cost", "%s is missing: build with -DSOFTVERBS_BENCH=ON" % tool)
+        return
+    small, large = 200, 1200
+    udp_port = free_port()  # a TCP port free now; the UDP one of the same number is very likely free too
+    runs = {"requester": [], "responder": [], "sum": []}
+    for _ in range(ARGS.per_round):
+        a = roce_cost_once(tool, small, udp_port)
+        b = roce_cost_once(tool, large, udp_port) if a else None
+        if a is None or b is None:
+            continue
+        req, resp = (b[0] - a[0]) / (large - small), (b[1] - a[1]) / (large - small)
+        runs["requester"].append(req)
+        runs["responder"].append(resp)
+        runs["sum"].append(req + resp)
+    what = {"requester": "the requester's process (post, ACK, CQ event, poll)",
+            "responder": "the responder's process (receive, place, ACK)",
+            "sum": "both processes"}
+    for part in ("requester", "responder", "sum"):
+        record("sv.cost.roce_write.%d.%s" % (ROCE_COST_BYTES, part),
+               "softverbs RoCE: instructions per %s RDMA WRITE, %s" % (fmt_size(ROCE_COST_BYTES), what[part]),
+               "softverbs-cost",
+               "SOFTVERBS_ROCE_ADDR=127.0.0.{2,3} valgrind --tool=callgrind %s responder|requester ... {%d,%d} %d "
+               "(difference / %d)" % (os.path.relpath(tool, REPO), small, large, ROCE_COST_BYTES, large - small),
+               runs[part], "instr")
+
+
+# Columns of the instruction-count history: (key, heading).
+COST_HISTORY = [
+    ("sv.cost.write.64", "host 64 B WRITE"),
+    ("sv.cost.send.64", "host 64 B SEND+RECV"),
+    ("sv.cost.roce_write.4096.requester", "RoCE 4 KiB WRITE, requester"),
+    ("sv.cost.roce_write.4096.responder", "RoCE 4 KiB WRITE, responder"),
+    ("sv.cost.roce_write.4096.sum", "RoCE 4 KiB WRITE, both"),
+]
+
+
+def render_cost_history(this_run, limit=8):
+    """The instruction counts of the last full runs committed under
+    bench/results/, oldest first, and this run's, so that a rise or fall
+    from commit to commit shows."""
+    rows = []
+    for path in sorted((BENCH / "results").glob("*.json")):
+        if path.name == this_run.name:
+            continue
+        try:
+            d = json.loads(path.read_text())
+        except (OSError, ValueError):
+            continue
+        m = d.get("measurements", {})
+        if d.get("quick") or not any(k in m for k, _ in COST_HISTORY):
+            continue
+        rows.append((d.get("date", path.stem), d.get("machine", {}).get("git_commit", "?"),
+                     [m.get(k, {}).get("median") for k, _ in COST_HISTORY]))
+    rows = rows[-limit:]
+    commit = DATA["machine"].get("git_commit", "?") + (" (with uncommitted changes)" if DATA["machine"].get("git_dirty") else "")
+    rows.append(("this run", commit, [median(k) for k, _ in COST_HISTORY]))
+    out = ["| run | commit | " + " | ".join(h for _, h in COST_HISTORY) + " |",
+           "|---|---|" + "---|" * len(COST_HISTORY)]
+    for date, commit, vals in rows:
+        out.append("| %s | %s | %s |" % (date, commit, " | ".join(fmt(v, "instr") for v in vals)))
+    return "\n".join(out)
 
 
 def section_roce():
@@ -937,12 +1066,37 @@ def section_roce():
         return
     ARGS._roce = ns
     try:
-        if (ARGS.lib / "libibverbs.so.1").exists() and have("ib_write_bw"):
-            for size in (65536, MIB):
+        sv = (ARGS.lib / "libibverbs.so.1").exists() and have("ib_write_bw")
+        udp = limit_bin("udp_rtt").exists()
+        tcp = limit_bin("tcp_bw").exists()
+        tcp_secs = "0.1" if ARGS.quick else "0.5"
+        n_lat = 500 if ARGS.quick else 5000
+        # Each softverbs figure right before the limit it is held against:
+        # the machine's speed drifts within a round.
+        for size in (65536, MIB):
+            if sv:
                 perftest_bw_both("sv.roce.ib_write_bw.%d.bw" % size, None, "softverbs RoCE ib_write_bw %s" % fmt_size(size),
                                  "softverbs-roce", "ib_write_bw", size, bw_iters(size, 20000, 128 * MIB, 100), roce=ns)
+            if tcp:
+                measure_limit_pair("limits.tcp_bw.veth" + ("" if size == MIB else ".%d" % size),
+                                   "TCP stream, veth, %s writes" % fmt_size(size), "tcp_bw", [tcp_secs, str(size)],
+                                   "GB/s", ns.addr_a, ns.ns_a, ns.ns_b, wait_server=True)
+        if sv:
             perftest_lat_tail("sv.roce.ib_write_lat.8", "softverbs RoCE ib_write_lat 8 B", "softverbs-roce",
-                              "ib_write_lat", 8, 500 if ARGS.quick else 5000, roce=ns)
+                              "ib_write_lat", 8, n_lat, roce=ns)
+        if udp:
+            measure_udp_half_rtt("limits.udp_half_rtt_block.veth", "raw UDP 8 B half round trip, veth, blocking recv",
+                                 8, True, ns.addr_a, ns.ns_a, ns.ns_b)
+            measure_udp_half_rtt("limits.udp_half_rtt_block.%d.veth" % ROCE_WRITE8_DATAGRAM,
+                                 "raw UDP %d B (an 8 B WRITE's datagram) half round trip, veth, blocking recv"
+                                 % ROCE_WRITE8_DATAGRAM, ROCE_WRITE8_DATAGRAM, True, ns.addr_a, ns.ns_a, ns.ns_b)
+        if sv:
+            perftest_lat_tail("sv.roce.ib_send_lat.8", "softverbs RoCE ib_send_lat 8 B", "softverbs-roce",
+                              "ib_send_lat", 8, n_lat, roce=ns)
+        if udp:
+            measure_udp_half_rtt("limits.udp_half_rtt.veth", "raw UDP 8 B half round trip, veth, busy-polling",
+                                 8, False, ns.addr_a, ns.ns_a, ns.ns_b)
+        if sv:
             for size in (65536, MIB):
                 perftest_bw_both("sv.roce_loss.ib_write_bw.%d.bw" % size, None,
                                  "softverbs RoCE ib_write_bw %s, SOFTVERBS_FAULTS=loss=0.001" % fmt_size(size),
@@ -951,15 +1105,6 @@ def section_roce():
         if have("ucx_perftest"):
             measure_ucx("ucx.tcp_veth", "tcp over veth", "ucx-veth", "tcp",
                         ucx_suite(lat=True, small=False), ns_pair=(ns.ns_a, ns.ns_b), addr=ns.addr_a)
-        if limit_bin("udp_rtt").exists():
-            iters = ["2000" if ARGS.quick else "20000", "8"]
-            measure_limit_pair("limits.udp_rtt.veth", "raw UDP 8 B round trip, veth", "udp_rtt", iters, "us",
-                                   ns.addr_a, ns.ns_a, ns.ns_b)
-            rtt = DATA["measurements"]["limits.udp_rtt.veth"]
-            record("limits.udp_half_rtt.veth", "raw UDP 8 B half round trip, veth", "limits", rtt["command"],
-                   [v / 2 for v in rtt["runs"]], "us")
-            measure_limit_pair("limits.tcp_bw.veth", "TCP stream, veth", "tcp_bw", ["0.1" if ARGS.quick else "0.5"],
-                               "GB/s", ns.addr_a, ns.ns_a, ns.ns_b, wait_server=True)
     finally:
         ns.down()
 
@@ -1079,6 +1224,7 @@ def write_doc(doc, png, results):
         "LIMITS": render_group({"limits"}),
         "SCALE": render_group({"softverbs-scale"}),
         "COST": render_group({"softverbs-cost"}),
+        "COST_HISTORY": render_cost_history(results),
         "SKIPPED": skipped,
         "NOTES": notes,
     }

@@ -29,8 +29,10 @@ inline void to_init(const char* tool, ibv_qp* qp) {
   modify_or_die(tool, qp, a, IBV_QP_STATE | IBV_QP_PKEY_INDEX | IBV_QP_PORT | IBV_QP_ACCESS_FLAGS, "INIT");
 }
 
-// RTR towards `dest` on this device's port 1, then RTS.
-inline void to_rts(const char* tool, ibv_qp* qp, uint32_t dest, const ibv_port_attr& port, ibv_context* ctx) {
+// RTR towards `dest` on this device's port 1, then RTS. On an Ethernet port
+// the destination is `dgid`, or this port's own GID 0 if null.
+inline void to_rts(const char* tool, ibv_qp* qp, uint32_t dest, const ibv_port_attr& port, ibv_context* ctx,
+                   const ibv_gid* dgid = nullptr) {
   ibv_qp_attr a{};
   a.qp_state = IBV_QPS_RTR;
   a.path_mtu = IBV_MTU_4096;
@@ -38,7 +40,13 @@ inline void to_rts(const char* tool, ibv_qp* qp, uint32_t dest, const ibv_port_a
   a.ah_attr.dlid = port.lid;
   a.ah_attr.port_num = 1;
   a.ah_attr.is_global = port.link_layer == IBV_LINK_LAYER_ETHERNET;
-  if (a.ah_attr.is_global && ibv_query_gid(ctx, 1, 0, &a.ah_attr.grh.dgid) != 0) die_errno(tool, "ibv_query_gid");
+  if (a.ah_attr.is_global) {
+    a.ah_attr.grh.hop_limit = 64;
+    if (dgid != nullptr)
+      a.ah_attr.grh.dgid = *dgid;
+    else if (ibv_query_gid(ctx, 1, 0, &a.ah_attr.grh.dgid) != 0)
+      die_errno(tool, "ibv_query_gid");
+  }
   a.max_dest_rd_atomic = 1;
   a.min_rnr_timer = 12;
   modify_or_die(tool, qp, a,

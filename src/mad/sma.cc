@@ -5,72 +5,11 @@
 #include <initializer_list>
 
 #include "mad/mad_layout.h"
+#include "mad/smp_fields.h"
 
 namespace softverbs::mad {
 namespace {
 
-// Field descriptors are relative to the attribute's data (MAD byte 64).
-namespace node_info {  // IBA 14.2.5.3
-using BaseVersion = BeField<0, 1>;
-using ClassVersion = BeField<1, 1>;
-using NodeType = BeField<2, 1>;
-using NumPorts = BeField<3, 1>;
-using SystemImageGuid = BeField<4, 8>;
-using NodeGuid = BeField<12, 8>;
-using PortGuid = BeField<20, 8>;
-using PartitionCap = BeField<28, 2>;
-using DeviceId = BeField<30, 2>;
-using Revision = BeField<32, 4>;
-using LocalPortNum = BeField<36, 1>;
-using VendorId = BeField<37, 3>;
-}  // namespace node_info
-
-namespace port_info {  // IBA 14.2.5.6
-using MKey = BeField<0, 8>;
-using GidPrefix = BeField<8, 8>;
-using Lid = BeField<16, 2>;
-using MasterSmLid = BeField<18, 2>;
-using CapabilityMask = BeField<20, 4>;
-using LocalPortNum = BeField<28, 1>;
-using LinkWidthEnabled = BeField<29, 1>;
-using LinkWidthSupported = BeField<30, 1>;
-using LinkWidthActive = BeField<31, 1>;
-using LinkSpeedSupported = Field<32, 0, 4>;
-using PortState = Field<32, 4, 4>;
-using PortPhysicalState = Field<33, 0, 4>;
-using LinkDownDefaultState = Field<33, 4, 4>;
-using Lmc = Field<34, 5, 3>;
-using LinkSpeedActive = Field<35, 0, 4>;
-using LinkSpeedEnabled = Field<35, 4, 4>;
-using NeighborMtu = Field<36, 0, 4>;
-using MasterSmSl = Field<36, 4, 4>;
-using VlCap = Field<37, 0, 4>;
-using VlHighLimit = BeField<38, 1>;
-using VlArbHighCap = BeField<39, 1>;
-using VlArbLowCap = BeField<40, 1>;
-using MtuCap = Field<41, 4, 4>;
-using VlStallCount = Field<42, 0, 3>;
-using HoqLife = Field<42, 3, 5>;
-using OperationalVls = Field<43, 0, 4>;
-using GuidCap = BeField<50, 1>;
-using MKeyLeasePeriod = BeField<26, 2>;
-using MKeyProtectBits = Field<34, 0, 2>;
-using SubnetTimeout = Field<51, 3, 5>;
-using RespTimeValue = Field<52, 3, 5>;
-using LinkSpeedExtActive = Field<62, 0, 4>;
-using LinkSpeedExtSupported = Field<62, 4, 4>;
-using LinkSpeedExtEnabled = Field<63, 3, 5>;
-}  // namespace port_info
-
-namespace sm_info {  // IBA 14.2.5.13
-using Guid = BeField<0, 8>;
-using SmKey = BeField<8, 8>;
-using ActCount = BeField<16, 4>;
-using Priority = Field<20, 0, 4>;
-using SmState = Field<20, 4, 4>;
-}  // namespace sm_info
-
-constexpr uint8_t kNodeTypeCa = 1;
 constexpr uint8_t kSmaClassVersion = 1;
 constexpr uint8_t kLinkSpeed2_5 = 1;      // LinkSpeed*: 2.5 Gb/s, the legacy field under an extended speed
 constexpr uint8_t kLinkSpeedExtFdrEdr = 3; // LinkSpeedExtSupported: 14.0625 and 25.78125
@@ -85,34 +24,37 @@ constexpr unsigned kPKeysPerBlock = 32;
 MadStatus fill_node_info(const PortView& p, uint8_t* d) {
   node_info::BaseVersion::set(d, kMadBaseVersion);
   node_info::ClassVersion::set(d, kSmaClassVersion);
-  node_info::NodeType::set(d, kNodeTypeCa);
-  node_info::NumPorts::set(d, 1);
+  node_info::NodeType::set(d, p.node_type);
+  node_info::NumPorts::set(d, p.num_ports);
   node_info::SystemImageGuid::set(d, p.sys_image_guid);
   node_info::NodeGuid::set(d, p.node_guid);
   node_info::PortGuid::set(d, p.port_guid);
   node_info::PartitionCap::set(d, p.partition_cap);
   node_info::DeviceId::set(d, p.device_id);
   node_info::Revision::set(d, p.revision);
-  node_info::LocalPortNum::set(d, 1);
+  node_info::LocalPortNum::set(d, p.arrival_port);
   node_info::VendorId::set(d, p.vendor_id);
   return MadStatus::kOk;
 }
 
-// A CA answers for the port the SMP arrived on (port 0) or names it. Bit 31
-// says the SM knows the extended speed fields (IBA 14.2.5.6; ibportstate
-// sets it), which this SMA always fills.
+// A CA answers for the port the SMP arrived on (port 0) or names it, a
+// switch for any of its ports (port 0 its own); the caller hands in the view
+// of the port named. Bit 31 says the SM knows the extended speed fields
+// (IBA 14.2.5.6; ibportstate sets it), which this SMA always fills.
 constexpr uint32_t kSmSupportsExtendedSpeeds = 1u << 31;
-bool port_info_modifier_ok(uint32_t modifier) { return (modifier & ~kSmSupportsExtendedSpeeds) <= 1; }
+bool port_info_modifier_ok(const PortView& p, uint32_t modifier) {
+  return (modifier & ~kSmSupportsExtendedSpeeds) <= p.num_ports;
+}
 
 MadStatus fill_port_info(const PortView& p, uint32_t modifier, uint8_t* d) {
-  if (!port_info_modifier_ok(modifier)) return MadStatus::kInvalidField;
+  if (!port_info_modifier_ok(p, modifier)) return MadStatus::kInvalidField;
   using namespace port_info;
   MKey::set(d, 0);
   GidPrefix::set(d, p.gid_prefix);
   Lid::set(d, p.lid);
   MasterSmLid::set(d, p.sm_lid);
   CapabilityMask::set(d, p.cap_mask);
-  LocalPortNum::set(d, 1);
+  LocalPortNum::set(d, p.arrival_port);  // IBA 14.2.5.6: the port the SMP came in on
   LinkWidthEnabled::set(d, p.width_active);
   LinkWidthSupported::set(d, kLinkWidth1x4x);
   LinkWidthActive::set(d, p.width_active);
@@ -152,7 +94,7 @@ MadStatus fill_port_info(const PortView& p, uint32_t modifier, uint8_t* d) {
 // the QoS fields an SM programs: they go to `qos`. Read-only fields are
 // ignored, as the IBA requires.
 MadStatus check_port_info_set(const PortView& p, uint32_t modifier, const uint8_t* in, shm::QosTables* qos) {
-  if (!port_info_modifier_ok(modifier)) return MadStatus::kInvalidField;
+  if (!port_info_modifier_ok(p, modifier)) return MadStatus::kInvalidField;
   using namespace port_info;
   auto keeps = [](uint64_t v, uint64_t current, std::initializer_list<uint64_t> no_change) {
     if (v == current) return true;

@@ -150,7 +150,7 @@ class Parser {
     }
     line_ = 0;
     if (topo_.nodes.empty()) return fail("no nodes");
-    if (topo_.local_ca() < 0) return fail("no CA (the device's port is the first CA's port 1)");
+    if (topo_.local_ca() < 0) return fail("no CA (the device's port is a CA's port 1)");
     for (size_t i = 0; i < topo_.nodes.size(); ++i) {
       const TopoNode& n = topo_.nodes[i];
       for (size_t j = 0; j < i; ++j) {
@@ -274,6 +274,20 @@ bool read_file(const std::string& path, std::string* text) {
 
 }  // namespace
 
+uint64_t topology_hash(const Topology& t) {
+  uint64_t h = 0xcbf29ce484222325ull;  // FNV-1a over the fields, in order
+  auto mix = [&h](uint64_t v) {
+    for (int i = 0; i < 8; ++i) h = (h ^ ((v >> (8 * i)) & 0xff)) * 0x100000001b3ull;
+  };
+  for (const TopoNode& n : t.nodes) {
+    for (char c : n.name) mix(static_cast<uint8_t>(c));
+    mix(static_cast<uint64_t>(n.type) << 8 | n.num_ports);
+    mix(n.node_guid);
+    for (const TopoLink& l : n.ports) mix(static_cast<uint64_t>(l.node + 1) << 16 | l.port << 8 | l.width);
+  }
+  return h;
+}
+
 int Topology::find(std::string_view name) const {
   for (size_t i = 0; i < nodes.size(); ++i)
     if (nodes[i].name == name) return static_cast<int>(i);
@@ -281,9 +295,13 @@ int Topology::find(std::string_view name) const {
 }
 
 int Topology::local_ca() const {
-  for (size_t i = 0; i < nodes.size(); ++i)
-    if (!nodes[i].is_switch()) return static_cast<int>(i);
-  return -1;
+  int first = -1;
+  for (size_t i = 0; i < nodes.size(); ++i) {
+    if (nodes[i].is_switch()) continue;
+    if (nodes[i].ports[1].node >= 0) return static_cast<int>(i);
+    if (first < 0) first = static_cast<int>(i);
+  }
+  return first;
 }
 
 TopologyParse parse_topology(std::string_view text, IncludeReader read_include) {

@@ -54,9 +54,15 @@ struct TopoNode {
 struct Topology {
   std::vector<TopoNode> nodes;
   int find(std::string_view name) const;
-  // The CA whose port 1 is the device's port: the first CA of the file.
+  // The CA whose port 1 is the device's port: the first CA of the file
+  // whose port 1 has a link (ibnetdiscover lists CAs in no set order), else
+  // the first CA.
   int local_ca() const;
 };
+
+// A digest of everything the subnet state is indexed by (nodes, ports,
+// links, GUIDs): two files that differ in it never share state.
+uint64_t topology_hash(const Topology& t);
 
 struct TopologyParse {
   Topology topology;

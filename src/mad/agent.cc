@@ -52,6 +52,16 @@ const LoadedSubnet& loaded_subnet(const shm::Segment& seg) {
   return *loaded;
 }
 
+// REQUIRES: the caller holds the segment's control lock.
+void store_effect(const shm::Segment& seg, const SmpEffect& effect) {
+  if (effect.qos_changed) shm::store_qos(seg.header(), effect.qos);
+  if (effect.port_changed) {
+    __atomic_store_n(&seg.header().lid, effect.lid, __ATOMIC_RELAXED);
+    __atomic_store_n(&seg.header().sm_lid, effect.sm_lid, __ATOMIC_RELAXED);
+    seg.header().port_state.store(effect.port_state, std::memory_order_release);
+  }
+}
+
 Disposition answer_in_subnet(const shm::Segment& seg, const uint8_t* in, size_t len, uint16_t dlid, uint8_t* out) {
   const LoadedSubnet& l = loaded_subnet(seg);
   if (l.state == nullptr) return Disposition::kDrop;  // no subnet: nothing beyond the port
@@ -64,9 +74,9 @@ Disposition answer_in_subnet(const shm::Segment& seg, const uint8_t* in, size_t 
     shm::SubnetLock lock(*l.state);
     d = answer_subnet_smp(s, in, len, dlid, out, &effect);
   }
-  if (effect.qos_changed) {
+  if (effect.qos_changed || effect.port_changed) {
     shm::ControlLock lock(seg);
-    shm::store_qos(seg.header(), effect.qos);
+    store_effect(seg, effect);
   }
   return d;
 }
@@ -97,7 +107,7 @@ Disposition answer_mad(const shm::Segment& seg, const uint8_t* in, size_t len, u
       shm::ControlLock lock(seg);
       SmpEffect effect;
       const Disposition d = answer_smp(port_view(seg), in, len, out, &effect);
-      if (effect.qos_changed) shm::store_qos(seg.header(), effect.qos);
+      store_effect(seg, effect);
       return d;
     }
     case MgmtClassId::kPerfMgmt: {

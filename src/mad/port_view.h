@@ -43,6 +43,9 @@ struct PortView {
   uint8_t num_ports = 1;
   uint8_t port_num = 1;           // the port this view describes
   uint8_t arrival_port = 1;       // the port the SMP reached the node through
+  // The device's port under an external SM (SOFTVERBS_SM=none, a topology):
+  // its PortInfo Sets move the LID, the SM's LID and the port state.
+  bool external_sm = false;
   char node_desc[64] = {};
 };
 

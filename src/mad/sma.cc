@@ -84,16 +84,19 @@ MadStatus fill_port_info(const PortView& p, uint32_t modifier, uint8_t* d) {
   return MadStatus::kOk;
 }
 
-// IBA 14.2.5.6 PortInfo Set. LIDs, MTU, link state and speeds belong to the
-// built-in SM (the segment header) and the data path, so for those the SMA
-// takes a Set that leaves them as they are or uses the encoding for "no
-// change" (C14-24.x: 0 for PortState, PortPhysicalState,
+// IBA 14.2.5.6 PortInfo Set. Under the built-in SM, LIDs, MTU, link state
+// and speeds belong to it (the segment header) and the data path, so for
+// those the SMA takes a Set that leaves them as they are or uses the
+// encoding for "no change" (C14-24.x: 0 for PortState, PortPhysicalState,
 // LinkDownDefaultState, the Enabled fields; 255/15/30 for "set to
 // supported"), and answers 0x1C, changing nothing, for any other value.
+// Under an external SM (PortView::external_sm) the LID, the SM's LID and
+// the logical state are its to set: ARMED from INIT, ACTIVE from ARMED,
+// DOWN restarts the link (back to INIT); INIT itself is not settable.
 // OperationalVLs (1 up to VLCap; 0 keeps it) and VLHighLimit (any value) are
 // the QoS fields an SM programs: they go to `qos`. Read-only fields are
 // ignored, as the IBA requires.
-MadStatus check_port_info_set(const PortView& p, uint32_t modifier, const uint8_t* in, shm::QosTables* qos) {
+MadStatus check_port_info_set(const PortView& p, uint32_t modifier, const uint8_t* in, PortView* next) {
   if (!port_info_modifier_ok(p, modifier)) return MadStatus::kInvalidField;
   using namespace port_info;
   auto keeps = [](uint64_t v, uint64_t current, std::initializer_list<uint64_t> no_change) {
@@ -102,21 +105,35 @@ MadStatus check_port_info_set(const PortView& p, uint32_t modifier, const uint8_
       if (v == n) return true;
     return false;
   };
+  constexpr uint8_t kDown = 1, kInit = 2, kArmed = 3, kActive = 4;
+  const uint8_t state = static_cast<uint8_t>(PortState::get(in));
+  bool sm_fields_ok;
+  if (p.external_sm) {
+    const bool transition = state == 0 || state == kDown || (state == kArmed && (p.port_state == kInit || p.port_state == kArmed)) ||
+                            (state == kActive && (p.port_state == kArmed || p.port_state == kActive));
+    sm_fields_ok = Lid::get(in) < 0xc000 && transition;
+    if (sm_fields_ok) {
+      next->lid = static_cast<uint16_t>(Lid::get(in));
+      next->sm_lid = static_cast<uint16_t>(MasterSmLid::get(in));
+      if (state == kDown) next->port_state = kInit;
+      else if (state != 0) next->port_state = state;
+    }
+  } else {
+    sm_fields_ok = Lid::get(in) == p.lid && MasterSmLid::get(in) == p.sm_lid && keeps(state, p.port_state, {0});
+  }
   const uint8_t oper_vls = static_cast<uint8_t>(OperationalVls::get(in));
-  const bool ok = MKey::get(in) == 0 && MKeyLeasePeriod::get(in) == 0 && MKeyProtectBits::get(in) == 0 &&
-                  GidPrefix::get(in) == p.gid_prefix && Lid::get(in) == p.lid && MasterSmLid::get(in) == p.sm_lid &&
-                  Lmc::get(in) == p.lmc && MasterSmSl::get(in) == p.sm_sl &&
+  const bool ok = sm_fields_ok && MKey::get(in) == 0 && MKeyLeasePeriod::get(in) == 0 && MKeyProtectBits::get(in) == 0 &&
+                  GidPrefix::get(in) == p.gid_prefix && Lmc::get(in) == p.lmc && MasterSmSl::get(in) == p.sm_sl &&
                   keeps(LinkWidthEnabled::get(in), p.width_active, {0, 255}) &&
-                  keeps(PortState::get(in), p.port_state, {0}) &&
                   keeps(PortPhysicalState::get(in), p.phys_state, {0}) &&
                   keeps(LinkDownDefaultState::get(in), kLinkDownPolling, {0}) &&
                   keeps(LinkSpeedEnabled::get(in), kLinkSpeed2_5, {0, 15}) &&
                   keeps(NeighborMtu::get(in), p.mtu, {}) && oper_vls <= p.vl_cap &&
-                  keeps(SubnetTimeout::get(in), p.subnet_timeout, {}) &&
+                  (p.external_sm || keeps(SubnetTimeout::get(in), p.subnet_timeout, {})) &&
                   keeps(LinkSpeedExtEnabled::get(in), p.speed_ext_active == 0 ? 0 : kLinkSpeedExtFdrEdr, {0, 30, 31});
   if (!ok) return MadStatus::kInvalidField;
-  if (oper_vls != 0) qos->oper_vls = oper_vls;
-  qos->vl_high_limit = static_cast<uint8_t>(VlHighLimit::get(in));
+  if (oper_vls != 0) next->qos.oper_vls = oper_vls;
+  next->qos.vl_high_limit = static_cast<uint8_t>(VlHighLimit::get(in));
   return MadStatus::kOk;
 }
 
@@ -232,7 +249,7 @@ MadStatus fill_get(const PortView& p, uint16_t attr, uint32_t modifier, uint8_t*
 // Set leaves it.
 MadStatus apply_set(const PortView& port, uint16_t attr, uint32_t modifier, const uint8_t* d, PortView* next) {
   switch (static_cast<SmpAttr>(attr)) {
-    case SmpAttr::kPortInfo: return check_port_info_set(port, modifier, d, &next->qos);
+    case SmpAttr::kPortInfo: return check_port_info_set(port, modifier, d, next);
     case SmpAttr::kSlToVlMappingTable: return set_sl_to_vl(d, &next->qos);
     case SmpAttr::kVlArbitrationTable: return set_vl_arbitration(modifier, d, &next->qos);
     default: return MadStatus::kAttributeUnsupported;
@@ -281,6 +298,13 @@ Disposition answer_smp(const PortView& port, const uint8_t* in, size_t len, uint
       if (s == MadStatus::kOk && effect != nullptr && !(next.qos == port.qos)) {
         effect->qos_changed = true;
         effect->qos = next.qos;
+      }
+      if (s == MadStatus::kOk && effect != nullptr &&
+          (next.lid != port.lid || next.sm_lid != port.sm_lid || next.port_state != port.port_state)) {
+        effect->port_changed = true;
+        effect->lid = next.lid;
+        effect->sm_lid = next.sm_lid;
+        effect->port_state = next.port_state;
       }
     }
   } else if (method == static_cast<uint8_t>(MethodId::kTrapRepress)) {

@@ -10,6 +10,7 @@
 # discovered), opensm (opensm -o brings the subnet up: LIDs, forwarding
 # tables, ACTIVE ports, and the LID-routed tools on top). Every tool, opensm
 # included, runs in the foreground under `timeout`; nothing is left running.
+# sm-none: SOFTVERBS_SM=none without a topology.
 set -euo pipefail
 lib=$1
 scenario=$2
@@ -130,9 +131,15 @@ case $scenario in
     ;;
   opensm)
     command -v opensm >/dev/null || { echo "SKIP: opensm is not installed"; exit 77; }
-    # Before the SM: nothing has a LID but the device's port.
+    # Before the SM: no port has a LID, the device's own included (a
+    # topology leaves the port to an external SM: INIT, LID 0, no IsSM).
     run pre ibnetdiscover
     grep -q '"leaf-b" base port 0 lid 0' "$work/pre" || { cat "$work/pre" >&2; fail "leaf-b has a LID before opensm"; }
+    run local0 smpquery -D portinfo 0
+    expect "$work/local0" Lid 0
+    expect "$work/local0" LinkState Initialize
+    run stat0 ibstat softverbs0 1
+    grep -q 'State: Initializing' "$work/stat0" || { cat "$work/stat0" >&2; fail "ibstat does not show INIT"; }
     # One sweep (-o), then it exits; its cache and log stay in $work.
     rc=0
     OSM_CACHE_DIR=$work timeout 60 opensm -o -f "$work/opensm.log" >"$work/opensm.out" 2>&1 || rc=$?
@@ -141,23 +148,56 @@ case $scenario in
     # Every port with a link is ACTIVE with a LID of its own, the SM's LID set.
     run net ibnetdiscover
     if grep -E '^\[' "$work/net" | grep -q ' lid 0 '; then cat "$work/net" >&2; fail "a port without a LID"; fi
+    # The device's port too, as ibv_query_port (ibstat) reports it.
+    run local smpquery -D portinfo 0
+    expect "$work/local" LinkState Active
+    local_lid=$(field "$work/local" Lid)
+    [ "$local_lid" -gt 0 ] || fail "the device's port has no LID"
+    expect "$work/local" SMLid "$local_lid"
+    run stat ibstat softverbs0 1
+    grep -q 'State: Active' "$work/stat" && grep -q "Base lid: $local_lid\$" "$work/stat" ||
+      { cat "$work/stat" >&2; fail "ibstat does not show the SM's LID and ACTIVE"; }
     run pi smpquery -D portinfo 0,1,7,1
     expect "$work/pi" LinkState Active
-    expect "$work/pi" SMLid 1
+    expect "$work/pi" SMLid "$local_lid"
     lid=$(field "$work/pi" Lid)
     [ "$lid" -gt 1 ] || fail "host-2 has LID $lid"
     # LID-routed now: through both switches' LFTs, as opensm programmed them.
     run nd smpquery nodedesc "$lid"
     grep -q 'host-2' "$work/nd" || { cat "$work/nd" >&2; fail "LID $lid is not host-2"; }
-    run tr ibtracert 1 "$lid"
+    run tr ibtracert "$local_lid" "$lid"
     [ "$(grep -c -- '-> switch port' "$work/tr")" = 2 ] || { cat "$work/tr" >&2; fail "ibtracert: not two switches"; }
     leaf_b=$(awk '/"leaf-b" base port 0 lid/ { print $(NF-2); exit }' "$work/net")
     run rt ibroute "$leaf_b"
     grep -q '^6 valid lids dumped' "$work/rt" || { cat "$work/rt" >&2; fail "ibroute: not 6 LIDs routed"; }
     run links iblinkinfo
     [ "$(grep -c 'Active/  LinkUp' "$work/links")" = 12 ] || { cat "$work/links" >&2; fail "iblinkinfo: not 12 active link ends"; }
-    run sm sminfo
-    grep -q 'sm lid 1 .*SMINFO_MASTER' "$work/sm" || { cat "$work/sm" >&2; fail "sminfo names no master"; }
+    # opensm -o has exited: no SM answers SMInfo now, as on hardware.
+    rc=0
+    timeout 30 sminfo -t 200 >"$work/sm" 2>&1 || rc=$?
+    [ $rc -ne 0 ] && [ $rc -ne 124 ] || { cat "$work/sm" >&2; fail "sminfo found an SM after opensm exited"; }
+    ;;
+  sm-none)
+    # No topology, SOFTVERBS_SM=none: the lone port waits for an SM. opensm
+    # gives it a LID; with no neighbour it leaves it INIT (as a CA cabled
+    # to nothing). A value other than none/builtin is refused.
+    command -v opensm >/dev/null || { echo "SKIP: opensm is not installed"; exit 77; }
+    unset SOFTVERBS_TOPOLOGY
+    export SOFTVERBS_SM=none
+    run dev0 ibv_devinfo
+    grep -q 'PORT_INIT' "$work/dev0" && grep -q 'port_lid:[[:space:]]*0$' "$work/dev0" ||
+      { cat "$work/dev0" >&2; fail "the port is not INIT with LID 0"; }
+    rc=0
+    OSM_CACHE_DIR=$work timeout 60 opensm -o -f "$work/opensm.log" >"$work/opensm.out" 2>&1 || rc=$?
+    [ $rc -eq 0 ] || { tail -50 "$work/opensm.log" >&2; fail "opensm -o exited $rc"; }
+    run dev1 ibv_devinfo
+    grep -q 'port_lid:[[:space:]]*[1-9]' "$work/dev1" || { cat "$work/dev1" >&2; fail "opensm gave no LID"; }
+    run pi smpquery -D portinfo 0
+    [ "$(field "$work/pi" Lid)" = "$(awk '$1 == "port_lid:" { print $2 }' "$work/dev1")" ] ||
+      { cat "$work/pi" "$work/dev1" >&2; fail "smpquery and ibv_devinfo disagree on the LID"; }
+    rc=0
+    SOFTVERBS_SM=bogus SOFTVERBS_DEVICE_PATH=$SOFTVERBS_DEVICE_PATH.bogus timeout 30 ibv_devinfo >"$work/bogus" 2>&1 || rc=$?
+    [ $rc -ne 0 ] && grep -q "SOFTVERBS_SM: 'none'" "$work/bogus" || { cat "$work/bogus" >&2; fail "SOFTVERBS_SM=bogus was taken"; }
     ;;
   *) fail "unknown scenario" ;;
 esac

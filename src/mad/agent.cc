@@ -66,18 +66,14 @@ Disposition answer_in_subnet(const shm::Segment& seg, const uint8_t* in, size_t 
   const LoadedSubnet& l = loaded_subnet(seg);
   if (l.state == nullptr) return Disposition::kDrop;  // no subnet: nothing beyond the port
   Subnet s = l.subnet;
-  s.local = port_view(seg);
   SmpEffect effect;
-  Disposition d;
-  {
-    // Lock order: the subnet's, then the segment's control lock.
-    shm::SubnetLock lock(*l.state);
-    d = answer_subnet_smp(s, in, len, dlid, out, &effect);
-  }
-  if (effect.qos_changed || effect.port_changed) {
-    shm::ControlLock lock(seg);
-    store_effect(seg, effect);
-  }
+  // Lock order: the subnet's, then the segment's control lock, held across
+  // read, change and store as for the device's own Sets (below).
+  shm::SubnetLock lock(*l.state);
+  shm::ControlLock control(seg);
+  s.local = port_view(seg);
+  const Disposition d = answer_subnet_smp(s, in, len, dlid, out, &effect);
+  store_effect(seg, effect);
   return d;
 }
 
@@ -96,7 +92,10 @@ Disposition answer_mad(const shm::Segment& seg, const uint8_t* in, size_t len, u
   const uint8_t klass = MgmtClass::get(in);
   const bool smp = klass == static_cast<uint8_t>(MgmtClassId::kSubnLidRouted) ||
                    klass == static_cast<uint8_t>(MgmtClassId::kSubnDirectedRoute);
-  if (smp && leaves_port(port_view(seg), in, len, dlid)) return answer_in_subnet(seg, in, len, dlid, out);
+  // With a topology every SMP goes through the subnet, so the device's CA
+  // is the topology's (its port count) whichever way it is asked.
+  if (smp && (loaded_subnet(seg).state != nullptr || leaves_port(port_view(seg), in, len, dlid)))
+    return answer_in_subnet(seg, in, len, dlid, out);
   switch (static_cast<MgmtClassId>(klass)) {
     case MgmtClassId::kSubnLidRouted:
     case MgmtClassId::kSubnDirectedRoute: {

@@ -364,9 +364,13 @@ Disposition answer_subnet_smp(const Subnet& s, const uint8_t* in, size_t len, ui
   uint8_t m[kMadBytes];
   std::memcpy(m, in, kMadBytes);
   Hop at;
-  if (directed) {
+  if (directed && (DrHopCount::get(m) > kDrMaxHops || DrDirection::get(m) != 0)) {
     // IBA 14.2.2: beyond 63 hops, or already returning, it is not ours to send.
-    if (DrHopCount::get(m) > kDrMaxHops || DrDirection::get(m) != 0) return Disposition::kDrop;
+    return Disposition::kDrop;
+  }
+  if (!leaves_port(s.local, m, kMadBytes, dlid)) {
+    at = {origin, 1};  // for the device's own CA, as the topology has it
+  } else if (directed) {
     if (!walk_directed(*s.topology, origin, m, &at)) return Disposition::kDrop;
   } else if (!walk_lid(s, origin, dlid, &at)) {
     return Disposition::kDrop;

@@ -35,6 +35,9 @@ struct Subnet {
 // of one hop or more, or a LID other than the port's own.
 bool leaves_port(const PortView& local, const uint8_t* in, size_t len, uint16_t dlid);
 
+// An SMP that does not leave the port is answered for the device's CA as
+// the topology has it (its port count; ports other than 1 from the subnet
+// state), port 1 by the device's own SMA codec.
 // REQUIRES: `out` holds kMadBytes; the caller holds a SubnetLock on
 // subnet.state. `dlid` is the destination of a LID-routed SMP (ignored for
 // a directed route). `local_effect` receives a Set's effect on the device's

@@ -33,7 +33,7 @@ Switch 8 "sw-b"
 [1] "ca-3"[1]
 [2] "ca-4"[2]
 
-Hca 1 "dev"
+Hca 2 "dev"
 caguid=0x0011000000000300
 Hca 1 "ca-2"
 caguid=0x0011000000000400
@@ -178,6 +178,28 @@ TEST_F(SubnetSmaTest, DirectedRouteAcrossTwoSwitchesToACa) {
   a = ask(dr(0x01, 0x0011, 0, {1, 7, 8, 1}));  // over to sw-b, back by the other link
   ASSERT_EQ(a.d, Disposition::kRespond);
   EXPECT_EQ(be(a.out, 12, 8), 0x0200000000000010ull);
+}
+
+// Hop 0 and the port's own LID: the device's CA as the topology has it.
+TEST_F(SubnetSmaTest, TheDevicesOwnCaHasTheTopologysPorts) {
+  Answer a = ask(dr(0x01, 0x0011, 0, {}));
+  ASSERT_EQ(a.d, Disposition::kRespond);
+  EXPECT_EQ(data(a.out, 4), Bytes({1, 1, 1, 2}));  // CA, 2 ports
+  EXPECT_EQ(be(a.out, 12, 8), 0x0200000000000010ull);
+  EXPECT_EQ(be(a.out, 20, 8), 0x0200000000000011ull);
+  EXPECT_EQ(a.out[64 + 36], 1);
+  a = ask(dr(0x01, 0x0015, 2, {}));  // port 2: in the subnet state, no link
+  ASSERT_EQ(status(a.out), 0);
+  EXPECT_EQ(a.out[64 + 32] & 0xf, 1);
+  a = ask(dr(0x01, 0x0015, 0, {}));  // port 1: the device's
+  EXPECT_EQ(be(a.out, 16, 2), 1);
+  EXPECT_EQ(a.out[64 + 32] & 0xf, 4);
+  a = ask(lid_routed(0x01, 0x0011, 0), 1);
+  ASSERT_EQ(a.d, Disposition::kRespond);
+  EXPECT_EQ(a.out[1], 0x01);
+  EXPECT_EQ(a.out[64 + 3], 2);
+  a = ask(dr(0x01, 0x0014, 0, {}));  // GUIDInfo
+  EXPECT_EQ(be(a.out, 0, 8), 0x0200000000000011ull);
 }
 
 TEST_F(SubnetSmaTest, PathsOffTheFabricAreDropped) {

@@ -46,6 +46,10 @@ struct PortView {
   // The device's port under an external SM (SOFTVERBS_SM=none, a topology):
   // its PortInfo Sets move the LID, the SM's LID and the port state.
   bool external_sm = false;
+  // IBA 14.2.4 M_Key protection (a subnet's other ports; the device's own
+  // port has none): what PortInfo shows, the SMA having checked the key.
+  uint64_t m_key = 0;
+  uint8_t m_key_protect = 0;
   char node_desc[64] = {};
 };
 

@@ -49,7 +49,8 @@ bool port_info_modifier_ok(const PortView& p, uint32_t modifier) {
 MadStatus fill_port_info(const PortView& p, uint32_t modifier, uint8_t* d) {
   if (!port_info_modifier_ok(p, modifier)) return MadStatus::kInvalidField;
   using namespace port_info;
-  MKey::set(d, 0);
+  MKey::set(d, p.m_key);
+  MKeyProtectBits::set(d, p.m_key_protect);
   GidPrefix::set(d, p.gid_prefix);
   Lid::set(d, p.lid);
   MasterSmLid::set(d, p.sm_lid);

@@ -120,6 +120,7 @@ MadStatus set_port_info(const TopoNode& n, shm::SubnetNode& st, unsigned port, c
     next.lmc = n.is_switch() ? 0 : static_cast<uint8_t>(Lmc::get(d));
     next.subnet_timeout = static_cast<uint8_t>(SubnetTimeout::get(d));
     next.m_key = MKey::get(d);
+    next.m_key_protect = static_cast<uint8_t>(MKeyProtectBits::get(d));
   }
   const uint8_t now = port_state(n, st.ports[port], port);
   switch (static_cast<uint8_t>(PortState::get(d))) {
@@ -241,6 +242,17 @@ Disposition answer_at(const Subnet& s, Hop at, const uint8_t* in, bool directed,
 
   const TopoNode& n = t.nodes[static_cast<size_t>(at.node)];
   shm::SubnetNode& st = s.state->node(static_cast<unsigned>(at.node));
+  // IBA 14.2.4 (C14-16..18): with an M_Key set, an SMP carrying another key
+  // may not Set, nor Get at protection level 2 or 3; it is discarded (the
+  // SM sees a timeout). A Get at level 1 is answered with the key hidden.
+  bool hide_m_key = false;
+  if (!(at.node == t.local_ca() && at.port == 1)) {
+    const shm::SubnetPort& k = st.ports[n.is_switch() ? 0 : at.port];
+    if (k.m_key != 0 && SmpMKey::get(in) != k.m_key) {
+      if (set || k.m_key_protect >= 2) return Disposition::kDrop;
+      hide_m_key = k.m_key_protect == 1;
+    }
+  }
   const bool versions_ok = BaseVersion::get(in) == kMadBaseVersion && ClassVersion::get(in) == 1;
   const bool get_or_set = set || method == static_cast<uint8_t>(MethodId::kGet);
 
@@ -285,7 +297,8 @@ Disposition answer_at(const Subnet& s, Hop at, const uint8_t* in, bool directed,
     // Answered as a Get of the attribute as it now stands.
     Method::set(req, static_cast<uint8_t>(MethodId::kGet));
   }
-  const PortView v = subnet_port_view(s, static_cast<unsigned>(at.node), port, at.port);
+  PortView v = subnet_port_view(s, static_cast<unsigned>(at.node), port, at.port);
+  if (hide_m_key) v.m_key = 0;
   SmpEffect effect;
   const Disposition d = answer_smp(v, req, kMadBytes, out, &effect);
   if (effect.qos_changed) st.ports[port].qos = effect.qos;
@@ -336,6 +349,8 @@ PortView subnet_port_view(const Subnet& s, unsigned node, unsigned port, unsigne
   v.vl_cap = shm::kVlCap;
   v.qos = st.ports[port].qos;
   v.subnet_timeout = a.subnet_timeout;
+  v.m_key = a.m_key;
+  v.m_key_protect = a.m_key_protect;
   v.ethernet = false;
   if (local) std::memcpy(v.node_desc, s.local.node_desc, sizeof v.node_desc);
   else std::memcpy(v.node_desc, n.name.data(), std::min(n.name.size(), sizeof v.node_desc));

@@ -288,6 +288,40 @@ TEST_F(SubnetSmaTest, AnSmBringsPortsUpInOrder) {
   EXPECT_EQ(a.out[64 + 32] & 0xf, 2);
 }
 
+TEST_F(SubnetSmaTest, MKeyProtectsANode) {
+  // The SM sets M_Key 0x1234 with protection level 1 on sw-b.
+  Mad m = dr(0x02, 0x0015, 0, {1, 7});
+  m[64 + 6] = 0x12;
+  m[64 + 7] = 0x34;
+  m[64 + 34] = 0x40;  // M_KeyProtectBits 1
+  Answer a = ask(m);
+  ASSERT_EQ(status(a.out), 0);
+  EXPECT_EQ(be(a.out, 0, 8), 0x1234u);
+  // The wrong key: a Get is answered with the key hidden, a Set discarded.
+  a = ask(dr(0x01, 0x0015, 0, {1, 7}));
+  ASSERT_EQ(a.d, Disposition::kRespond);
+  EXPECT_EQ(be(a.out, 0, 8), 0u);
+  EXPECT_EQ(a.out[64 + 34] >> 6, 1);
+  EXPECT_EQ(ask(dr(0x02, 0x0012, 0, {1, 7})).d, Disposition::kDrop);
+  // The right key: the Get shows it, a Set goes through; other nodes are free.
+  m = dr(0x01, 0x0015, 0, {1, 7});
+  SmpMKey::set(m.data(), 0x1234);
+  EXPECT_EQ(be(ask(m).out, 0, 8), 0x1234u);
+  m = dr(0x02, 0x0012, 0, {1, 7});
+  SmpMKey::set(m.data(), 0x1234);
+  EXPECT_EQ(status(ask(m).out), 0);
+  EXPECT_EQ(ask(dr(0x02, 0x0012, 0, {1})).d, Disposition::kRespond);
+  // Level 2: a Get with the wrong key is discarded too.
+  m = dr(0x02, 0x0015, 0, {1, 7});
+  SmpMKey::set(m.data(), 0x1234);
+  m[64 + 6] = 0x12;
+  m[64 + 7] = 0x34;
+  m[64 + 34] = 0x80;
+  ASSERT_EQ(status(ask(m).out), 0);
+  EXPECT_EQ(ask(dr(0x01, 0x0011, 0, {1, 7})).d, Disposition::kDrop);
+  EXPECT_EQ(ask(dr(0x01, 0x0011, 0, {1, 7, 1})).d, Disposition::kRespond);  // the CA beyond has no key
+}
+
 TEST_F(SubnetSmaTest, SwitchInfoGoldenAndSet) {
   Answer a = ask(dr(0x01, 0x0012, 0, {1}));
   ASSERT_EQ(status(a.out), 0);

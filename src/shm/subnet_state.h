@@ -39,6 +39,7 @@ inline constexpr uint8_t kLftUnset = 0xff;        // no route: the packet is dro
 
 struct SubnetPort {
   uint64_t m_key = 0;
+  uint8_t m_key_protect = 0;  // PortInfo:M_KeyProtectBits
   uint16_t lid = 0;
   uint16_t sm_lid = 0;
   uint8_t lmc = 0;

@@ -394,8 +394,8 @@ struct alignas(4096) SegmentHeader {
   // ... 4 ACTIVE). With the built-in SM constant (LID 1, ACTIVE); with an
   // external SM (`external_sm`, fixed at creation) written by the SMA's
   // PortInfo Sets under `control` with __atomic stores, read without a lock.
-  // The LIDs stay plain fields: the data path reads `lid` per message, and
-  // a std::atomic load there costs instructions (64 B SEND: +4).
+  // The LIDs stay plain fields: the host fabric reads `lid` per message,
+  // and a std::atomic there would constrain how the compiler may load it.
   uint16_t lid;
   uint16_t sm_lid;
   std::atomic<uint8_t> port_state;

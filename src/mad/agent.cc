@@ -1,16 +1,102 @@
 #include "mad/agent.h"
 
+#include <cinttypes>
+#include <cstdlib>
+#include <memory>
+#include <string>
+
 #include "mad/mad_layout.h"
 #include "mad/pma.h"
 #include "mad/pma_counters.h"
 #include "mad/port_view.h"
+#include "mad/subnet_sma.h"
 #include "shm/port_qos.h"
+#include "util/log.h"
 
 namespace softverbs::mad {
+namespace {
 
-Disposition answer_mad(const shm::Segment& seg, const uint8_t* in, size_t len, uint8_t* out) {
+struct LoadedSubnet {
+  bool failed = false;
+  Topology topology;
+  std::unique_ptr<shm::SubnetState> state;
+  Subnet subnet;
+};
+
+// SOFTVERBS_TOPOLOGY, read once per process; its state file sits beside the
+// device segment and names the topology's digest.
+const LoadedSubnet& loaded_subnet(const shm::Segment& seg) {
+  static const LoadedSubnet* loaded = [&seg] {
+    auto* l = new LoadedSubnet;  // lives as long as the process
+    const char* path = std::getenv("SOFTVERBS_TOPOLOGY");
+    if (path == nullptr || *path == '\0') return l;
+    TopologyParse p = load_topology(path);
+    if (!p.ok()) {
+      SV_LOG(kError, "SOFTVERBS_TOPOLOGY %s: %s", path, p.error.c_str());
+      l->failed = true;
+      return l;
+    }
+    l->topology = std::move(p.topology);
+    char digest[17];
+    std::snprintf(digest, sizeof digest, "%016" PRIx64, topology_hash(l->topology));
+    auto st = shm::SubnetState::open(seg.path() + ".subnet-" + digest);
+    if (!st.is_ok()) {
+      l->failed = true;
+      return l;
+    }
+    l->state = std::move(st.value());
+    l->subnet.topology = &l->topology;
+    l->subnet.state = l->state.get();
+    return l;
+  }();
+  return *loaded;
+}
+
+// REQUIRES: the caller holds the segment's control lock.
+void store_effect(const shm::Segment& seg, const SmpEffect& effect) {
+  if (effect.qos_changed) shm::store_qos(seg.header(), effect.qos);
+  if (effect.port_changed) {
+    __atomic_store_n(&seg.header().lid, effect.lid, __ATOMIC_RELAXED);
+    __atomic_store_n(&seg.header().sm_lid, effect.sm_lid, __ATOMIC_RELAXED);
+    seg.header().port_state.store(effect.port_state, std::memory_order_release);
+  }
+}
+
+Disposition answer_in_subnet(const shm::Segment& seg, const uint8_t* in, size_t len, uint16_t dlid, uint8_t* out) {
+  const LoadedSubnet& l = loaded_subnet(seg);
+  if (l.state == nullptr) return Disposition::kDrop;  // no subnet: nothing beyond the port
+  Subnet s = l.subnet;
+  SmpEffect effect;
+  // Lock order: the subnet's, then the segment's control lock, held across
+  // read, change and store as for the device's own Sets (below).
+  shm::SubnetLock lock(*l.state);
+  shm::ControlLock control(seg);
+  s.local = port_view(seg);
+  const Disposition d = answer_subnet_smp(s, in, len, dlid, out, &effect);
+  store_effect(seg, effect);
+  return d;
+}
+
+}  // namespace
+
+bool topology_failed() {
+  const char* path = std::getenv("SOFTVERBS_TOPOLOGY");
+  if (path == nullptr || *path == '\0') return false;
+  const TopologyParse p = load_topology(path);
+  if (!p.ok()) SV_LOG(kError, "SOFTVERBS_TOPOLOGY %s: %s", path, p.error.c_str());
+  return !p.ok();
+}
+
+Disposition answer_mad(const shm::Segment& seg, const uint8_t* in, size_t len, uint16_t dlid, uint8_t* out) {
   if (in == nullptr || len < kMadBytes) return Disposition::kDrop;
-  switch (static_cast<MgmtClassId>(MgmtClass::get(in))) {
+  const uint8_t klass = MgmtClass::get(in);
+  const bool smp = klass == static_cast<uint8_t>(MgmtClassId::kSubnLidRouted) ||
+                   klass == static_cast<uint8_t>(MgmtClassId::kSubnDirectedRoute);
+  // With a topology every SMP goes through the subnet, so the device's CA
+  // is the topology's (its port count) whichever way it is asked.
+  if (smp && (loaded_subnet(seg).state != nullptr || leaves_port(port_view(seg), in, len, dlid)))
+    return answer_in_subnet(seg, in, len, dlid, out);
+  switch (static_cast<MgmtClassId>(klass)) {
     case MgmtClassId::kSubnLidRouted:
     case MgmtClassId::kSubnDirectedRoute: {
       if (Method::get(in) != static_cast<uint8_t>(MethodId::kSet) || ResponseBit::get(in) != 0)
@@ -20,7 +106,7 @@ Disposition answer_mad(const shm::Segment& seg, const uint8_t* in, size_t len, u
       shm::ControlLock lock(seg);
       SmpEffect effect;
       const Disposition d = answer_smp(port_view(seg), in, len, out, &effect);
-      if (effect.qos_changed) shm::store_qos(seg.header(), effect.qos);
+      store_effect(seg, effect);
       return d;
     }
     case MgmtClassId::kPerfMgmt: {

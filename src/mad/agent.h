@@ -15,8 +15,17 @@
 
 namespace softverbs::mad {
 
-// REQUIRES: `out` holds kMadBytes. Classes without an agent in the device
-// are dropped (they belong to userspace agents, which come later).
-Disposition answer_mad(const shm::Segment& seg, const uint8_t* in, size_t len, uint8_t* out);
+// REQUIRES: `out` holds kMadBytes. `dlid` is where a LID-routed MAD is
+// addressed: the port's own LIDs (or the permissive LID) reach its agents;
+// a subnet management packet for another LID, or a directed route of one
+// hop or more, goes into the subnet of SOFTVERBS_TOPOLOGY
+// (mad/subnet_sma.h) and is dropped without one. Classes without an agent
+// in the device are dropped (they belong to userspace agents, which come
+// later).
+Disposition answer_mad(const shm::Segment& seg, const uint8_t* in, size_t len, uint16_t dlid, uint8_t* out);
+
+// Whether SOFTVERBS_TOPOLOGY names a file that could not be used (its
+// error already logged): the device then refuses management access.
+bool topology_failed();
 
 }  // namespace softverbs::mad

@@ -38,7 +38,7 @@ class AgentTest : public ::testing::Test {
     in[kGsiDataOffset + 1] = 1;
     BeField<kGsiDataOffset + 2, 2>::set(in.data(), select);
     std::array<uint8_t, kMadBytes> out{};
-    EXPECT_EQ(answer_mad(*seg_, in.data(), in.size(), out.data()), Disposition::kRespond);
+    EXPECT_EQ(answer_mad(*seg_, in.data(), in.size(), kPermissiveLid, out.data()), Disposition::kRespond);
     EXPECT_EQ(Status::get(out.data()), 0);
     return out;
   }
@@ -86,7 +86,7 @@ TEST_F(AgentTest, SmaSetStoresTheTablesForEveryProcess) {
   AttributeId::set(in.data(), 0x0017);
   in[kSmpDataOffset + 7] = 0x0f;  // SL15 -> VL15, every other SL -> VL0
   std::array<uint8_t, kMadBytes> out{};
-  ASSERT_EQ(answer_mad(*seg_, in.data(), in.size(), out.data()), Disposition::kRespond);
+  ASSERT_EQ(answer_mad(*seg_, in.data(), in.size(), kPermissiveLid, out.data()), Disposition::kRespond);
   EXPECT_EQ(Status::get(out.data()), 0);
   auto again = shm::Segment::open(path_);
   ASSERT_TRUE(again.is_ok());
@@ -95,7 +95,7 @@ TEST_F(AgentTest, SmaSetStoresTheTablesForEveryProcess) {
   EXPECT_EQ(shm::vl_of_sl(h, 15), shm::kVl15);
   EXPECT_EQ(shm::vl_of_sl(h, 7), 0);
   // The same Set again changes nothing and leaves the generation alone.
-  answer_mad(*seg_, in.data(), in.size(), out.data());
+  answer_mad(*seg_, in.data(), in.size(), kPermissiveLid, out.data());
   EXPECT_EQ(h.qos.generation.load(), generation + 1);
 }
 
@@ -107,7 +107,7 @@ TEST_F(AgentTest, ClassesWithoutAnAgentAreDropped) {
   in[3] = 0x01;
   for (uint8_t klass : {0x03, 0x07, 0x09, 0x21, 0x30}) {
     in[1] = klass;
-    EXPECT_EQ(answer_mad(*seg_, in.data(), in.size(), out.data()), Disposition::kDrop) << int(klass);
+    EXPECT_EQ(answer_mad(*seg_, in.data(), in.size(), kPermissiveLid, out.data()), Disposition::kDrop) << int(klass);
   }
 }
 
@@ -126,7 +126,7 @@ TEST_F(AgentTest, RandomMadsNeverCrash) {
       in[7] = 0;
       in[4] &= 0x7f;
     }
-    answer_mad(*seg_, in.data(), static_cast<size_t>(rng() % 2 ? kMadBytes : rng() % kMadBytes), out.data());
+    answer_mad(*seg_, in.data(), static_cast<size_t>(rng() % 2 ? kMadBytes : rng() % kMadBytes), kPermissiveLid, out.data());
   }
 }
 

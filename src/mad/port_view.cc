@@ -43,6 +43,7 @@ PortView port_view(const shm::Segment& seg) {
   v.qos = shm::load_qos(seg.header());
   v.subnet_timeout = p.subnet_timeout;
   v.ethernet = p.link_layer == IBV_LINK_LAYER_ETHERNET;
+  v.external_sm = seg.header().external_sm != 0;
   // The same text as the sysfs tree's node_desc (abi/ibverbs/sysfs_tree.cc).
   char host[64] = "softverbs";
   gethostname(host, sizeof host - 1);

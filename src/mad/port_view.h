@@ -36,6 +36,21 @@ struct PortView {
   shm::QosTables qos = shm::default_qos();  // OperVLs, VLHighLimit, SL2VL, VLArb
   uint8_t subnet_timeout = 18;
   bool ethernet = false;          // a RoCE port: no subnet management
+  // Which node and port this is (IBA 14.2.5.3/14.2.5.6): the device's port
+  // is port 1 of a one-port CA; a subnet's other nodes (mad/subnet_sma.h)
+  // have more ports, and a switch answers PortInfo:LocalPortNum with the
+  // port the SMP came in on.
+  uint8_t node_type = 1;          // 1 = CA, 2 = switch
+  uint8_t num_ports = 1;
+  uint8_t port_num = 1;           // the port this view describes
+  uint8_t arrival_port = 1;       // the port the SMP reached the node through
+  // The device's port under an external SM (SOFTVERBS_SM=none, a topology):
+  // its PortInfo Sets move the LID, the SM's LID and the port state.
+  bool external_sm = false;
+  // IBA 14.2.4 M_Key protection (a subnet's other ports; the device's own
+  // port has none): what PortInfo shows, the SMA having checked the key.
+  uint64_t m_key = 0;
+  uint8_t m_key_protect = 0;
   char node_desc[64] = {};
 };
 

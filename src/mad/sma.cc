@@ -5,72 +5,11 @@
 #include <initializer_list>
 
 #include "mad/mad_layout.h"
+#include "mad/smp_fields.h"
 
 namespace softverbs::mad {
 namespace {
 
-// Field descriptors are relative to the attribute's data (MAD byte 64).
-namespace node_info {  // IBA 14.2.5.3
-using BaseVersion = BeField<0, 1>;
-using ClassVersion = BeField<1, 1>;
-using NodeType = BeField<2, 1>;
-using NumPorts = BeField<3, 1>;
-using SystemImageGuid = BeField<4, 8>;
-using NodeGuid = BeField<12, 8>;
-using PortGuid = BeField<20, 8>;
-using PartitionCap = BeField<28, 2>;
-using DeviceId = BeField<30, 2>;
-using Revision = BeField<32, 4>;
-using LocalPortNum = BeField<36, 1>;
-using VendorId = BeField<37, 3>;
-}  // namespace node_info
-
-namespace port_info {  // IBA 14.2.5.6
-using MKey = BeField<0, 8>;
-using GidPrefix = BeField<8, 8>;
-using Lid = BeField<16, 2>;
-using MasterSmLid = BeField<18, 2>;
-using CapabilityMask = BeField<20, 4>;
-using LocalPortNum = BeField<28, 1>;
-using LinkWidthEnabled = BeField<29, 1>;
-using LinkWidthSupported = BeField<30, 1>;
-using LinkWidthActive = BeField<31, 1>;
-using LinkSpeedSupported = Field<32, 0, 4>;
-using PortState = Field<32, 4, 4>;
-using PortPhysicalState = Field<33, 0, 4>;
-using LinkDownDefaultState = Field<33, 4, 4>;
-using Lmc = Field<34, 5, 3>;
-using LinkSpeedActive = Field<35, 0, 4>;
-using LinkSpeedEnabled = Field<35, 4, 4>;
-using NeighborMtu = Field<36, 0, 4>;
-using MasterSmSl = Field<36, 4, 4>;
-using VlCap = Field<37, 0, 4>;
-using VlHighLimit = BeField<38, 1>;
-using VlArbHighCap = BeField<39, 1>;
-using VlArbLowCap = BeField<40, 1>;
-using MtuCap = Field<41, 4, 4>;
-using VlStallCount = Field<42, 0, 3>;
-using HoqLife = Field<42, 3, 5>;
-using OperationalVls = Field<43, 0, 4>;
-using GuidCap = BeField<50, 1>;
-using MKeyLeasePeriod = BeField<26, 2>;
-using MKeyProtectBits = Field<34, 0, 2>;
-using SubnetTimeout = Field<51, 3, 5>;
-using RespTimeValue = Field<52, 3, 5>;
-using LinkSpeedExtActive = Field<62, 0, 4>;
-using LinkSpeedExtSupported = Field<62, 4, 4>;
-using LinkSpeedExtEnabled = Field<63, 3, 5>;
-}  // namespace port_info
-
-namespace sm_info {  // IBA 14.2.5.13
-using Guid = BeField<0, 8>;
-using SmKey = BeField<8, 8>;
-using ActCount = BeField<16, 4>;
-using Priority = Field<20, 0, 4>;
-using SmState = Field<20, 4, 4>;
-}  // namespace sm_info
-
-constexpr uint8_t kNodeTypeCa = 1;
 constexpr uint8_t kSmaClassVersion = 1;
 constexpr uint8_t kLinkWidth1x4x = 3;
 // What the port supports and enables: every speed up to the active one.
@@ -88,34 +27,38 @@ constexpr unsigned kPKeysPerBlock = 32;
 MadStatus fill_node_info(const PortView& p, uint8_t* d) {
   node_info::BaseVersion::set(d, kMadBaseVersion);
   node_info::ClassVersion::set(d, kSmaClassVersion);
-  node_info::NodeType::set(d, kNodeTypeCa);
-  node_info::NumPorts::set(d, 1);
+  node_info::NodeType::set(d, p.node_type);
+  node_info::NumPorts::set(d, p.num_ports);
   node_info::SystemImageGuid::set(d, p.sys_image_guid);
   node_info::NodeGuid::set(d, p.node_guid);
   node_info::PortGuid::set(d, p.port_guid);
   node_info::PartitionCap::set(d, p.partition_cap);
   node_info::DeviceId::set(d, p.device_id);
   node_info::Revision::set(d, p.revision);
-  node_info::LocalPortNum::set(d, 1);
+  node_info::LocalPortNum::set(d, p.arrival_port);
   node_info::VendorId::set(d, p.vendor_id);
   return MadStatus::kOk;
 }
 
-// A CA answers for the port the SMP arrived on (port 0) or names it. Bit 31
-// says the SM knows the extended speed fields (IBA 14.2.5.6; ibportstate
-// sets it), which this SMA always fills.
+// A CA answers for the port the SMP arrived on (port 0) or names it, a
+// switch for any of its ports (port 0 its own); the caller hands in the view
+// of the port named. Bit 31 says the SM knows the extended speed fields
+// (IBA 14.2.5.6; ibportstate sets it), which this SMA always fills.
 constexpr uint32_t kSmSupportsExtendedSpeeds = 1u << 31;
-bool port_info_modifier_ok(uint32_t modifier) { return (modifier & ~kSmSupportsExtendedSpeeds) <= 1; }
+bool port_info_modifier_ok(const PortView& p, uint32_t modifier) {
+  return (modifier & ~kSmSupportsExtendedSpeeds) <= p.num_ports;
+}
 
 MadStatus fill_port_info(const PortView& p, uint32_t modifier, uint8_t* d) {
-  if (!port_info_modifier_ok(modifier)) return MadStatus::kInvalidField;
+  if (!port_info_modifier_ok(p, modifier)) return MadStatus::kInvalidField;
   using namespace port_info;
-  MKey::set(d, 0);
+  MKey::set(d, p.m_key);
+  MKeyProtectBits::set(d, p.m_key_protect);
   GidPrefix::set(d, p.gid_prefix);
   Lid::set(d, p.lid);
   MasterSmLid::set(d, p.sm_lid);
   CapabilityMask::set(d, p.cap_mask);
-  LocalPortNum::set(d, 1);
+  LocalPortNum::set(d, p.arrival_port);  // IBA 14.2.5.6: the port the SMP came in on
   LinkWidthEnabled::set(d, p.width_active);
   LinkWidthSupported::set(d, kLinkWidth1x4x | p.width_active);
   LinkWidthActive::set(d, p.width_active);
@@ -145,17 +88,20 @@ MadStatus fill_port_info(const PortView& p, uint32_t modifier, uint8_t* d) {
   return MadStatus::kOk;
 }
 
-// IBA 14.2.5.6 PortInfo Set. LIDs, MTU, link state and speeds belong to the
-// built-in SM (the segment header) and the data path, so for those the SMA
-// takes a Set that leaves them as they are or uses the encoding for "no
-// change" (C14-24.x: 0 for PortState, PortPhysicalState,
+// IBA 14.2.5.6 PortInfo Set. Under the built-in SM, LIDs, MTU, link state
+// and speeds belong to it (the segment header) and the data path, so for
+// those the SMA takes a Set that leaves them as they are or uses the
+// encoding for "no change" (C14-24.x: 0 for PortState, PortPhysicalState,
 // LinkDownDefaultState, the Enabled fields; 255/15/30 for "set to
 // supported"), and answers 0x1C, changing nothing, for any other value.
+// Under an external SM (PortView::external_sm) the LID, the SM's LID and
+// the logical state are its to set: ARMED from INIT, ACTIVE from ARMED,
+// DOWN restarts the link (back to INIT); INIT itself is not settable.
 // OperationalVLs (1 up to VLCap; 0 keeps it) and VLHighLimit (any value) are
 // the QoS fields an SM programs: they go to `qos`. Read-only fields are
 // ignored, as the IBA requires.
-MadStatus check_port_info_set(const PortView& p, uint32_t modifier, const uint8_t* in, shm::QosTables* qos) {
-  if (!port_info_modifier_ok(modifier)) return MadStatus::kInvalidField;
+MadStatus check_port_info_set(const PortView& p, uint32_t modifier, const uint8_t* in, PortView* next) {
+  if (!port_info_modifier_ok(p, modifier)) return MadStatus::kInvalidField;
   using namespace port_info;
   auto keeps = [](uint64_t v, uint64_t current, std::initializer_list<uint64_t> no_change) {
     if (v == current) return true;
@@ -163,21 +109,35 @@ MadStatus check_port_info_set(const PortView& p, uint32_t modifier, const uint8_
       if (v == n) return true;
     return false;
   };
+  constexpr uint8_t kDown = 1, kInit = 2, kArmed = 3, kActive = 4;
+  const uint8_t state = static_cast<uint8_t>(PortState::get(in));
+  bool sm_fields_ok;
+  if (p.external_sm) {
+    const bool transition = state == 0 || state == kDown || (state == kArmed && (p.port_state == kInit || p.port_state == kArmed)) ||
+                            (state == kActive && (p.port_state == kArmed || p.port_state == kActive));
+    sm_fields_ok = Lid::get(in) < 0xc000 && transition;
+    if (sm_fields_ok) {
+      next->lid = static_cast<uint16_t>(Lid::get(in));
+      next->sm_lid = static_cast<uint16_t>(MasterSmLid::get(in));
+      if (state == kDown) next->port_state = kInit;
+      else if (state != 0) next->port_state = state;
+    }
+  } else {
+    sm_fields_ok = Lid::get(in) == p.lid && MasterSmLid::get(in) == p.sm_lid && keeps(state, p.port_state, {0});
+  }
   const uint8_t oper_vls = static_cast<uint8_t>(OperationalVls::get(in));
-  const bool ok = MKey::get(in) == 0 && MKeyLeasePeriod::get(in) == 0 && MKeyProtectBits::get(in) == 0 &&
-                  GidPrefix::get(in) == p.gid_prefix && Lid::get(in) == p.lid && MasterSmLid::get(in) == p.sm_lid &&
-                  Lmc::get(in) == p.lmc && MasterSmSl::get(in) == p.sm_sl &&
+  const bool ok = sm_fields_ok && MKey::get(in) == 0 && MKeyLeasePeriod::get(in) == 0 && MKeyProtectBits::get(in) == 0 &&
+                  GidPrefix::get(in) == p.gid_prefix && Lmc::get(in) == p.lmc && MasterSmSl::get(in) == p.sm_sl &&
                   keeps(LinkWidthEnabled::get(in), p.width_active, {0, 255}) &&
-                  keeps(PortState::get(in), p.port_state, {0}) &&
                   keeps(PortPhysicalState::get(in), p.phys_state, {0}) &&
                   keeps(LinkDownDefaultState::get(in), kLinkDownPolling, {0}) &&
                   keeps(LinkSpeedEnabled::get(in), speed_supported(p), {0, 15}) &&
                   keeps(NeighborMtu::get(in), p.mtu, {}) && oper_vls <= p.vl_cap &&
-                  keeps(SubnetTimeout::get(in), p.subnet_timeout, {}) &&
+                  (p.external_sm || keeps(SubnetTimeout::get(in), p.subnet_timeout, {})) &&
                   keeps(LinkSpeedExtEnabled::get(in), speed_ext_supported(p), {0, 30, 31});
   if (!ok) return MadStatus::kInvalidField;
-  if (oper_vls != 0) qos->oper_vls = oper_vls;
-  qos->vl_high_limit = static_cast<uint8_t>(VlHighLimit::get(in));
+  if (oper_vls != 0) next->qos.oper_vls = oper_vls;
+  next->qos.vl_high_limit = static_cast<uint8_t>(VlHighLimit::get(in));
   return MadStatus::kOk;
 }
 
@@ -293,7 +253,7 @@ MadStatus fill_get(const PortView& p, uint16_t attr, uint32_t modifier, uint8_t*
 // Set leaves it.
 MadStatus apply_set(const PortView& port, uint16_t attr, uint32_t modifier, const uint8_t* d, PortView* next) {
   switch (static_cast<SmpAttr>(attr)) {
-    case SmpAttr::kPortInfo: return check_port_info_set(port, modifier, d, &next->qos);
+    case SmpAttr::kPortInfo: return check_port_info_set(port, modifier, d, next);
     case SmpAttr::kSlToVlMappingTable: return set_sl_to_vl(d, &next->qos);
     case SmpAttr::kVlArbitrationTable: return set_vl_arbitration(modifier, d, &next->qos);
     default: return MadStatus::kAttributeUnsupported;
@@ -342,6 +302,13 @@ Disposition answer_smp(const PortView& port, const uint8_t* in, size_t len, uint
       if (s == MadStatus::kOk && effect != nullptr && !(next.qos == port.qos)) {
         effect->qos_changed = true;
         effect->qos = next.qos;
+      }
+      if (s == MadStatus::kOk && effect != nullptr &&
+          (next.lid != port.lid || next.sm_lid != port.sm_lid || next.port_state != port.port_state)) {
+        effect->port_changed = true;
+        effect->lid = next.lid;
+        effect->sm_lid = next.sm_lid;
+        effect->port_state = next.port_state;
       }
     }
   } else if (method == static_cast<uint8_t>(MethodId::kTrapRepress)) {

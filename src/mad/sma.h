@@ -33,6 +33,12 @@ enum class SmpAttr : uint16_t {
 struct SmpEffect {
   bool qos_changed = false;
   shm::QosTables qos;  // the port's tables after the Set, when qos_changed
+  // An external SM's PortInfo Set (PortView::external_sm): the port's
+  // addresses and state after it.
+  bool port_changed = false;
+  uint16_t lid = 0;
+  uint16_t sm_lid = 0;
+  uint8_t port_state = 0;
 };
 
 // REQUIRES: `out` holds kMadBytes. `in` may be any length; fewer than

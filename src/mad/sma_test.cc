@@ -200,6 +200,56 @@ TEST(Sma, PortInfoSetTakesOnlyWhatThePortIs) {
   EXPECT_EQ(Status::get(ask(ro).out.data()), 0);
 }
 
+// Under an external SM the port's LID, the SM's LID and the state are the
+// SM's: ARMED from INIT, ACTIVE from ARMED, in that order only.
+TEST(Sma, ExternalSmSetsLidAndBringsThePortUp) {
+  PortView p = test_port();
+  p.external_sm = true;
+  p.lid = 0;
+  p.sm_lid = 0;
+  p.port_state = 2;  // INIT
+  auto set_with = [&](uint16_t lid, uint8_t state, SmpEffect* effect) {
+    const Answer got = ask(smp(0x01, 0x0015, 0), p);
+    auto m = smp(0x02, 0x0015, 0);
+    std::memcpy(m.data() + kSmpDataOffset, got.out.data() + kSmpDataOffset, kSmpDataBytes);
+    m[kSmpDataOffset + 16] = static_cast<uint8_t>(lid >> 8);
+    m[kSmpDataOffset + 17] = static_cast<uint8_t>(lid);
+    m[kSmpDataOffset + 19] = 0x07;  // MasterSMLID 7
+    m[kSmpDataOffset + 32] = static_cast<uint8_t>((m[kSmpDataOffset + 32] & 0xf0) | state);
+    Answer a;
+    a.d = answer_smp(p, m.data(), m.size(), a.out.data(), effect);
+    return a;
+  };
+  SmpEffect e;
+  Answer a = set_with(9, 4, &e);  // ACTIVE from INIT: refused, nothing to store
+  EXPECT_EQ(DrStatus::get(a.out.data()), 0x001c);
+  EXPECT_FALSE(e.port_changed);
+  a = set_with(9, 3, &e);  // LID 9 and ARMED
+  EXPECT_EQ(DrStatus::get(a.out.data()), 0);
+  ASSERT_TRUE(e.port_changed);
+  EXPECT_EQ(e.lid, 9);
+  EXPECT_EQ(e.sm_lid, 7);
+  EXPECT_EQ(e.port_state, 3);
+  EXPECT_EQ(a.out[kSmpDataOffset + 17], 9);  // the answer shows the port as set
+  EXPECT_EQ(a.out[kSmpDataOffset + 32] & 0xf, 3);
+  p.lid = e.lid;
+  p.sm_lid = e.sm_lid;
+  p.port_state = e.port_state;
+  e = SmpEffect{};
+  a = set_with(9, 4, &e);
+  EXPECT_EQ(DrStatus::get(a.out.data()), 0);
+  EXPECT_EQ(e.port_state, 4);
+  e = SmpEffect{};
+  a = set_with(0xc000, 0, &e);  // a multicast LID is no port's
+  EXPECT_EQ(DrStatus::get(a.out.data()), 0x001c);
+  EXPECT_FALSE(e.port_changed);
+  p.port_state = 4;
+  e = SmpEffect{};
+  a = set_with(9, 1, &e);  // DOWN: the link retrains, back to INIT
+  EXPECT_EQ(DrStatus::get(a.out.data()), 0);
+  EXPECT_EQ(e.port_state, 2);
+}
+
 // A Set as an SM sends it; the answer, the status and what to store.
 struct SetAnswer {
   Answer a;

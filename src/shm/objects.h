@@ -416,9 +416,17 @@ struct alignas(4096) SegmentHeader {
   uint64_t segment_bytes;
   uint64_t node_guid;          // network byte order, as ibv_device_attr.node_guid
   uint64_t port_guid;          // network byte order
+  // The port's addresses and logical state (IBA 14.2.5.6 PortState: 2 INIT
+  // ... 4 ACTIVE). With the built-in SM constant (LID 1, ACTIVE); with an
+  // external SM (`external_sm`, fixed at creation) written by the SMA's
+  // PortInfo Sets under `control` with __atomic stores, read without a lock.
+  // The LIDs stay plain fields: the host fabric reads `lid` per message,
+  // and a std::atomic there would constrain how the compiler may load it.
   uint16_t lid;
   uint16_t sm_lid;
-  uint32_t reserved2;
+  std::atomic<uint8_t> port_state;
+  uint8_t external_sm;
+  uint16_t reserved2;
   pthread_mutex_t control;     // robust, process-shared: slot and arena allocation only
   std::atomic<uint32_t> next_pd_id;
   std::atomic<uint32_t> arena_hint;

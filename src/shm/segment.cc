@@ -31,6 +31,14 @@ std::string Segment::default_path() {
   return "/dev/shm/softverbs-" + std::to_string(geteuid()) + "-v" + std::to_string(kLayoutVersion);
 }
 
+bool Segment::external_sm_configured() {
+  const char* sm = std::getenv("SOFTVERBS_SM");
+  if (sm != nullptr && std::strcmp(sm, "none") == 0) return true;
+  if (sm != nullptr && std::strcmp(sm, "builtin") == 0) return false;
+  const char* topology = std::getenv("SOFTVERBS_TOPOLOGY");
+  return topology != nullptr && *topology != '\0';
+}
+
 Result<std::unique_ptr<Segment>> Segment::open(const std::string& path, bool create) {
   int fd = ::open(path.c_str(), O_RDWR | O_CLOEXEC | O_NOFOLLOW | (create ? O_CREAT : 0), 0600);
   if (fd < 0 && !create && errno == ENOENT) return Status::error(ENOENT);
@@ -91,8 +99,12 @@ Status Segment::map(int fd, bool create) {
     guid = (guid & ~0xff00000000000000ull) | 0x0200000000000000ull;
     h.node_guid = __builtin_bswap64(guid);
     h.port_guid = __builtin_bswap64(guid + 1);
-    h.lid = 1;  // the built-in subnet manager's only end port
-    h.sm_lid = 1;
+    h.external_sm = external_sm_configured() ? 1 : 0;
+    // The built-in subnet manager's only end port is LID 1 and ACTIVE; an
+    // external SM finds the port INIT with LID 0 (IBA 14.2.5.6) and sets it.
+    h.lid = h.external_sm ? 0 : 1;
+    h.sm_lid = h.external_sm ? 0 : 1;
+    h.port_state = h.external_sm ? 2 : 4;
     store_qos(h, default_qos());
     init_shared_mutex(&h.control);
     h.next_pd_id.store(1);

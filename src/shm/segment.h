@@ -17,7 +17,7 @@
 namespace softverbs::shm {
 
 inline constexpr uint64_t kMagic = 0x5356'4445'5649'4345ull;  // "SVDEVICE"
-inline constexpr uint32_t kLayoutVersion = 11;
+inline constexpr uint32_t kLayoutVersion = 12;
 
 constexpr uint64_t align_up(uint64_t v, uint64_t a) { return (v + a - 1) / a * a; }
 
@@ -43,6 +43,10 @@ class Segment {
   static Result<std::unique_ptr<Segment>> open(const std::string& path, bool create = true);
   // SOFTVERBS_DEVICE_PATH, or /dev/shm/softverbs-<uid>-v<layout>.
   static std::string default_path();
+  // Whether a segment created now leaves the port to an external SM:
+  // SOFTVERBS_SM=none, or a topology (SOFTVERBS_TOPOLOGY) without
+  // SOFTVERBS_SM=builtin.
+  static bool external_sm_configured();
 
   ~Segment();
   Segment(const Segment&) = delete;

@@ -104,6 +104,10 @@ void fill_port_attr(const shm::Segment& seg, ibv_port_attr* p) {
   p->pkey_tbl_len = 1;
   p->lid = seg.header().lid;
   p->sm_lid = seg.header().sm_lid;
+  // IBA PortState and ibv_port_state share their encoding (2 INIT ... 4 ACTIVE).
+  p->state = static_cast<ibv_port_state>(seg.header().port_state.load(std::memory_order_relaxed));
+  // With an external SM, the SM is not here (IsSM belongs to whoever runs it).
+  if (seg.header().external_sm != 0) p->port_cap_flags &= ~IBV_PORT_SM;
   p->lmc = 0;
   p->max_vl_num = shm::kVlCap;  // PortInfo:VLCap (VL0-7); OperVLs is the SMA's (shm/port_qos.h)
   p->sm_sl = 0;
@@ -121,6 +125,7 @@ void fill_port_attr(const shm::Segment& seg, ibv_port_attr* p) {
   if (c.roce) {
     // An Ethernet port: no LIDs, no subnet manager; addresses are GIDs.
     p->link_layer = IBV_LINK_LAYER_ETHERNET;
+    p->state = IBV_PORT_ACTIVE;  // no SM on Ethernet, whatever SOFTVERBS_SM says
     p->lid = 0;
     p->sm_lid = 0;
     p->port_cap_flags = IBV_PORT_CM_SUP | IBV_PORT_IP_BASED_GIDS;

@@ -145,6 +145,10 @@ const PortConfig& port_config() {
   static const PortConfig config = [] {
     PortConfig c = parse_port_config(std::getenv("SOFTVERBS_ROCE_ADDR"), std::getenv("SOFTVERBS_ROCE_PORT"),
                                      std::getenv("SOFTVERBS_ROCE_MTU"), std::getenv("SOFTVERBS_FAULTS"));
+    // Read where the segment is created (shm::Segment::external_sm_configured).
+    if (const char* sm = std::getenv("SOFTVERBS_SM");
+        c.error.empty() && sm != nullptr && *sm != '\0' && std::strcmp(sm, "none") != 0 && std::strcmp(sm, "builtin") != 0)
+      c.error = "SOFTVERBS_SM: 'none' (an external SM such as opensm) or 'builtin', not '" + std::string(sm) + "'";
     if (c.error.empty()) parse_link_config(std::getenv("SOFTVERBS_LINK"), std::getenv("SOFTVERBS_LINK_PACING"), &c);
     if (!c.error.empty()) SV_LOG(kError, "%s", c.error.c_str());
     const char* mtu = std::getenv("SOFTVERBS_ROCE_MTU");

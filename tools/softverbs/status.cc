@@ -63,8 +63,15 @@ json snapshot(shm::Segment& seg) {
                  {"port_guid", guid_str(h.port_guid)}, {"udp_port", config.udp_port},
                  {"gids", config.addrs}};
   } else {
-    j["port"] = {{"number", 1},  {"state", "ACTIVE"},  {"link_layer", "InfiniBand"},
-                 {"lid", h.lid}, {"sm_lid", h.sm_lid}, {"active_mtu", 4096},
+    // IBA PortState: an external SM (SOFTVERBS_SM=none) moves it.
+    static const char* const kStates[] = {"NOP", "DOWN", "INIT", "ARMED", "ACTIVE"};
+    const unsigned state = h.port_state.load(std::memory_order_relaxed);
+    j["port"] = {{"number", 1},
+                 {"state", state < 5 ? kStates[state] : "?"},
+                 {"link_layer", "InfiniBand"},
+                 {"lid", h.lid},
+                 {"sm_lid", h.sm_lid},
+                 {"active_mtu", 4096},
                  {"port_guid", guid_str(h.port_guid)}};
   }
   // The port's link (issue 20): width x speed, pacing, what each VL's lane

@@ -7,7 +7,7 @@
 // program closed its end would raise SIGPIPE; send() can refuse quietly.) umad_send answers a MAD for this port's own
 // agents at once, in the caller's thread (mad/agent.h); a MAD that gets no
 // answer (another port, a directed route out of the port, a class with no
-// agent in the device) comes back after timeout_ms x (retries + 1) with
+// agent in the device, a path off the topology's fabric) comes back after timeout_ms x (retries + 1) with
 // status ETIMEDOUT, queued by one timer thread per process.
 #include <poll.h>
 #include <sys/socket.h>
@@ -145,6 +145,9 @@ namespace mad = softverbs::mad;
 
 SV_UMAD_EXPORT int umad_open_port(const char* ca_name, int portnum) {
   if (resolve_ca(ca_name) == nullptr) return -ENODEV;
+  // A topology file that cannot be used is refused here, where a tool
+  // starts, not later as MADs that time out (the reason is logged).
+  if (mad::topology_failed()) return -EINVAL;
   if (resolve_port(portnum) < 0) return -EINVAL;
   int fds[2];
   if (socketpair(AF_UNIX, SOCK_SEQPACKET | SOCK_CLOEXEC, 0, fds) != 0) return -errno;
@@ -245,16 +248,19 @@ SV_UMAD_EXPORT int umad_send(int portid, int agentid, void* umad, int length, in
   uint8_t record[kRecordBytes] = {};
   auto* out_umad = reinterpret_cast<ib_user_mad*>(record);
   const softverbs::shm::Segment* seg = segment();
-  if (seg != nullptr && (directed || for_this_port(in_umad->addr)) &&
-      mad::answer_mad(*seg, in, sizeof in, out_umad->data) == mad::Disposition::kRespond) {
+  const bool smp = klass == static_cast<uint8_t>(mad::MgmtClassId::kSubnLidRouted) || directed;
+  const uint16_t dlid = be16toh(in_umad->addr.lid);
+  // SMPs for other LIDs go into the subnet, if the device has one (mad/agent.h).
+  if (seg != nullptr && (smp || for_this_port(in_umad->addr)) &&
+      mad::answer_mad(*seg, in, sizeof in, dlid, out_umad->data) == mad::Disposition::kRespond) {
     out_umad->agent_id = static_cast<uint32_t>(agentid);
     out_umad->length = mad::kMadBytes;
-    const bool smp = klass == static_cast<uint8_t>(mad::MgmtClassId::kSubnLidRouted) || directed;
     out_umad->addr.qpn = htobe32(smp ? 0 : 1);
     out_umad->addr.qkey = smp ? 0 : htobe32(kQp1QKey);
     ibv_port_attr a;
     softverbs::verbs::fill_port_attr(*seg, &a);
-    out_umad->addr.lid = htobe16(directed ? mad::kPermissiveLid : a.lid);
+    const bool ours = for_this_port(in_umad->addr);
+    out_umad->addr.lid = htobe16(directed ? mad::kPermissiveLid : ours ? a.lid : dlid);
     out_umad->addr.sl = in_umad->addr.sl;
     out_umad->addr.pkey_index = in_umad->addr.pkey_index;
     deliver(*port, record);

@@ -1,0 +1,396 @@
+#include "mad/subnet_sma.h"
+
+#include <algorithm>
+#include <cstring>
+
+#include "mad/mad_layout.h"
+#include "mad/smp_fields.h"
+
+namespace softverbs::mad {
+namespace {
+
+static_assert(kTopoMaxNodes <= shm::kSubnetMaxNodes && kTopoMaxPorts <= shm::kSubnetMaxPorts,
+              "every node and port of a topology has its state");
+
+// Attributes only a switch has (IBA 14.2.5.4, 14.2.5.10, 14.2.5.12).
+constexpr uint16_t kSwitchInfo = 0x0012;
+constexpr uint16_t kLinearForwardingTable = 0x0019;
+constexpr uint16_t kMulticastForwardingTable = 0x001b;
+
+constexpr unsigned kLftBlock = 64;   // LIDs per LinearForwardingTable block
+constexpr unsigned kMftBlock = 32;   // MLIDs per MulticastForwardingTable block
+constexpr uint16_t kMulticastLidBase = 0xc000;
+constexpr uint32_t kIsSm = 1u << 1;
+constexpr uint32_t kIsExtendedSpeedsSupported = 1u << 14;
+constexpr uint8_t kPortDown = 1, kPortInit = 2, kPortArmed = 3, kPortActive = 4;
+constexpr uint8_t kPhysPolling = 2, kPhysLinkUp = 5;
+constexpr uint32_t kSmSupportsExtendedSpeeds = 1u << 31;
+
+struct Hop {
+  int node = -1;
+  uint8_t port = 0;  // the port the SMP arrived through
+};
+
+bool linked(const TopoNode& n, unsigned port) { return port == 0 ? n.is_switch() : n.ports[port].node >= 0; }
+
+uint8_t port_state(const TopoNode& n, const shm::SubnetPort& p, unsigned port) {
+  if (!linked(n, port)) return kPortDown;
+  return p.port_state == 0 ? kPortInit : p.port_state;
+}
+
+// The state that holds a port's addresses: a switch's are its port 0's.
+const shm::SubnetPort& address_port(const TopoNode& n, const shm::SubnetNode& s, unsigned port) {
+  return s.ports[n.is_switch() ? 0 : port];
+}
+
+bool lid_matches(uint16_t base, uint8_t lmc, uint16_t dlid) {
+  return base != 0 && dlid >= base && dlid < base + (1u << lmc);
+}
+
+// IBA 14.2.2 (C14-9, C14-12): the outbound walk of a directed-route SMP
+// sent by the device's port, hop by hop along the initial path, recording
+// at each node the port it came in on in the return path. Only a wholly
+// directed path (DrSLID and DrDLID permissive) is modelled.
+bool walk_directed(const Topology& t, int origin, uint8_t* m, Hop* at) {
+  const unsigned hops = DrHopCount::get(m);
+  if (DrHopPointer::get(m) != 0 || DrSlid::get(m) != kPermissiveLid || DrDlid::get(m) != kPermissiveLid) return false;
+  uint8_t* initial = m + kDrInitialPathOffset;
+  uint8_t* ret = m + kDrReturnPathOffset;
+  // The originating CA sends through its port, which InitialPath[1] names.
+  if (initial[1] != 1) return false;
+  int node = origin;
+  uint8_t arrival = 0;
+  for (unsigned i = 1; i <= hops; ++i) {
+    const TopoNode& n = t.nodes[static_cast<size_t>(node)];
+    const uint8_t out = initial[i];
+    // Only a switch forwards, never back out of the port it came in on.
+    if (i > 1 && (!n.is_switch() || out == arrival)) return false;
+    if (out == 0 || out > n.num_ports) return false;
+    const TopoLink& l = n.ports[out];
+    if (l.node < 0) return false;  // off the fabric: nothing carries it
+    ret[i] = l.port;
+    node = l.node;
+    arrival = l.port;
+  }
+  *at = {node, arrival};
+  return true;
+}
+
+// A LID-routed SMP from the device's port: across its link, then from
+// switch to switch by their LFTs, until a port whose LID range holds `dlid`.
+bool walk_lid(const Subnet& s, int origin, uint16_t dlid, Hop* at) {
+  const Topology& t = *s.topology;
+  int node = origin;
+  uint8_t out = 1;
+  for (unsigned hop = 0; hop <= kDrMaxHops; ++hop) {
+    const TopoLink& l = t.nodes[static_cast<size_t>(node)].ports[out];
+    if (l.node < 0) return false;
+    node = l.node;
+    const TopoNode& n = t.nodes[static_cast<size_t>(node)];
+    const shm::SubnetNode& st = s.state->node(static_cast<unsigned>(node));
+    if (node == origin && l.port == 1) {
+      if (!lid_matches(s.local.lid, s.local.lmc, dlid)) return false;
+    } else if (!n.is_switch()) {
+      if (!lid_matches(st.ports[l.port].lid, st.ports[l.port].lmc, dlid)) return false;
+    } else if (!lid_matches(st.ports[0].lid, 0, dlid)) {
+      out = dlid < shm::kLftCap ? st.sw.lft[dlid] : shm::kLftUnset;
+      if (out == 0 || out > n.num_ports) return false;
+      continue;
+    }
+    *at = {node, l.port};
+    return true;
+  }
+  return false;  // a loop in the forwarding tables
+}
+
+// IBA 14.2.5.6 PortInfo Set on a node of the subnet: the SM owns LIDs, the
+// SM's address, timeouts and the port's logical state (C14-24.x: DOWN
+// restarts the link, which comes back INIT; ARMED from INIT, ACTIVE from
+// ARMED; INIT is not settable). Read-only fields are ignored.
+MadStatus set_port_info(const TopoNode& n, shm::SubnetNode& st, unsigned port, const uint8_t* d) {
+  using namespace port_info;
+  shm::SubnetPort next = st.ports[port];
+  const bool addresses = !n.is_switch() || port == 0;
+  if (addresses) {
+    const uint16_t lid = static_cast<uint16_t>(Lid::get(d));
+    if (lid >= kMulticastLidBase) return MadStatus::kInvalidField;
+    next.lid = lid;
+    next.sm_lid = static_cast<uint16_t>(MasterSmLid::get(d));
+    next.sm_sl = static_cast<uint8_t>(MasterSmSl::get(d));
+    next.lmc = n.is_switch() ? 0 : static_cast<uint8_t>(Lmc::get(d));
+    next.subnet_timeout = static_cast<uint8_t>(SubnetTimeout::get(d));
+    next.m_key = MKey::get(d);
+    next.m_key_protect = static_cast<uint8_t>(MKeyProtectBits::get(d));
+  }
+  const uint8_t now = port_state(n, st.ports[port], port);
+  switch (static_cast<uint8_t>(PortState::get(d))) {
+    case 0: break;  // no change
+    case kPortDown: next.port_state = 0; break;
+    case kPortArmed:
+      if (now != kPortInit && now != kPortArmed) return MadStatus::kInvalidField;
+      next.port_state = kPortArmed;
+      break;
+    case kPortActive:
+      if (now != kPortArmed && now != kPortActive) return MadStatus::kInvalidField;
+      next.port_state = kPortActive;
+      break;
+    default: return MadStatus::kInvalidField;
+  }
+  const uint8_t oper_vls = static_cast<uint8_t>(OperationalVls::get(d));
+  if (oper_vls > shm::kVlCap) return MadStatus::kInvalidField;
+  if (oper_vls != 0) next.qos.oper_vls = oper_vls;
+  next.qos.vl_high_limit = static_cast<uint8_t>(VlHighLimit::get(d));
+  const uint8_t mtu = static_cast<uint8_t>(NeighborMtu::get(d));
+  if (mtu != 0 && mtu <= 5) next.neighbor_mtu = mtu;
+  st.ports[port] = next;
+  return MadStatus::kOk;
+}
+
+MadStatus switch_info(shm::SubnetSwitch& sw, bool set, const uint8_t* in, uint8_t* d) {
+  using namespace switch_info;
+  if (set) {
+    const uint16_t lft_top = static_cast<uint16_t>(LinearFdbTop::get(in));
+    if (lft_top >= shm::kLftCap) return MadStatus::kInvalidField;
+    sw.lft_top = lft_top;
+    sw.default_port = static_cast<uint8_t>(DefaultPort::get(in));
+    sw.default_mcast_primary = static_cast<uint8_t>(DefaultMcastPrimaryPort::get(in));
+    sw.default_mcast_not_primary = static_cast<uint8_t>(DefaultMcastNotPrimaryPort::get(in));
+    sw.life_time = static_cast<uint8_t>(LifeTimeValue::get(in));
+    if (PortStateChange::get(in) != 0) sw.port_state_change = 0;  // write 1 to clear
+    sw.mft_top = static_cast<uint16_t>(MulticastFdbTop::get(in));
+  }
+  LinearFdbCap::set(d, shm::kLftCap);
+  RandomFdbCap::set(d, 0);
+  MulticastFdbCap::set(d, shm::kMftCap);
+  LinearFdbTop::set(d, sw.lft_top);
+  DefaultPort::set(d, sw.default_port);
+  DefaultMcastPrimaryPort::set(d, sw.default_mcast_primary);
+  DefaultMcastNotPrimaryPort::set(d, sw.default_mcast_not_primary);
+  LifeTimeValue::set(d, sw.life_time);
+  PortStateChange::set(d, sw.port_state_change);
+  LidsPerPort::set(d, 0);
+  PartitionEnforcementCap::set(d, 0);
+  EnhancedPort0::set(d, 0);
+  MulticastFdbTop::set(d, sw.mft_top);
+  return MadStatus::kOk;
+}
+
+// IBA 14.2.5.10: the modifier is the block of 64 LIDs.
+MadStatus linear_table(shm::SubnetSwitch& sw, uint32_t block, bool set, const uint8_t* in, uint8_t* d) {
+  if (block >= shm::kLftCap / kLftBlock) return MadStatus::kInvalidField;
+  uint8_t* entries = sw.lft + block * kLftBlock;
+  if (set) std::memcpy(entries, in, kLftBlock);
+  std::memcpy(d, entries, kLftBlock);
+  return MadStatus::kOk;
+}
+
+// IBA 14.2.5.12: modifier bits 31-28 the position (which 16 ports), 8-0
+// the block of 32 MLIDs; each entry a 16-bit port mask.
+MadStatus multicast_table(const TopoNode& n, shm::SubnetSwitch& sw, uint32_t modifier, bool set, const uint8_t* in,
+                          uint8_t* d) {
+  const uint32_t position = modifier >> 28;
+  const uint32_t block = modifier & 0x1ff;
+  if ((modifier & 0x0ffffe00u) != 0 || block >= shm::kMftCap / kMftBlock || position * 16 > n.num_ports)
+    return MadStatus::kInvalidField;
+  for (unsigned i = 0; i < kMftBlock; ++i) {
+    uint16_t& e = sw.mft[block * kMftBlock + i][position];
+    if (set) e = static_cast<uint16_t>(in[2 * i] << 8 | in[2 * i + 1]);
+    d[2 * i] = static_cast<uint8_t>(e >> 8);
+    d[2 * i + 1] = static_cast<uint8_t>(e);
+  }
+  return MadStatus::kOk;
+}
+
+// The port an attribute of a node names: for a CA the port the SMP came in
+// on (or, for PortInfo, the one its modifier names); for a switch the
+// modifier's port field, port 0 where it names none.
+unsigned attribute_port(const TopoNode& n, uint16_t attr, uint32_t modifier, unsigned arrival) {
+  switch (static_cast<SmpAttr>(attr)) {
+    case SmpAttr::kPortInfo: {
+      const uint32_t m = modifier & ~kSmSupportsExtendedSpeeds;
+      if (m == 0) return n.is_switch() ? 0 : arrival;
+      return m;
+    }
+    case SmpAttr::kPKeyTable: return n.is_switch() ? modifier >> 16 : arrival;
+    case SmpAttr::kSlToVlMappingTable: return n.is_switch() ? modifier & 0xff : arrival;  // the output port
+    case SmpAttr::kVlArbitrationTable: return n.is_switch() ? modifier & 0xffff : arrival;
+    default: return n.is_switch() ? 0 : arrival;
+  }
+}
+
+// Finishes a response in the form of the request: a directed-route one
+// goes back along the return path (C14-11), reaching the device's port
+// with the hop pointer back at 0.
+void finish(const uint8_t* in, bool directed, uint8_t* out) {
+  MgmtClass::set(out, MgmtClass::get(in));
+  if (!directed) return;
+  DrDirection::set(out, 1);
+  DrHopPointer::set(out, 0);
+}
+
+Disposition answer_at(const Subnet& s, Hop at, const uint8_t* in, bool directed, uint8_t* out,
+                      SmpEffect* local_effect) {
+  const Topology& t = *s.topology;
+  // The PortView codec answers in LID-routed form; finish() restores the route.
+  uint8_t req[kMadBytes];
+  std::memcpy(req, in, kMadBytes);
+  MgmtClass::set(req, static_cast<uint8_t>(MgmtClassId::kSubnLidRouted));
+  const uint16_t attr = AttributeId::get(in);
+  const uint32_t modifier = AttributeModifier::get(in);
+  const uint8_t method = Method::get(in);
+  const bool set = method == static_cast<uint8_t>(MethodId::kSet);
+
+  const TopoNode& n = t.nodes[static_cast<size_t>(at.node)];
+  shm::SubnetNode& st = s.state->node(static_cast<unsigned>(at.node));
+  // IBA 14.2.4 (C14-16..18): with an M_Key set, an SMP carrying another key
+  // may not Set, nor Get at protection level 2 or 3; it is discarded (the
+  // SM sees a timeout). A Get at level 1 is answered with the key hidden.
+  bool hide_m_key = false;
+  if (!(at.node == t.local_ca() && at.port == 1)) {
+    const shm::SubnetPort& k = st.ports[n.is_switch() ? 0 : at.port];
+    if (k.m_key != 0 && SmpMKey::get(in) != k.m_key) {
+      if (set || k.m_key_protect >= 2) return Disposition::kDrop;
+      hide_m_key = k.m_key_protect == 1;
+    }
+  }
+  const bool versions_ok = BaseVersion::get(in) == kMadBaseVersion && ClassVersion::get(in) == 1;
+  const bool get_or_set = set || method == static_cast<uint8_t>(MethodId::kGet);
+
+  if (n.is_switch() && versions_ok && get_or_set &&
+      (attr == kSwitchInfo || attr == kLinearForwardingTable || attr == kMulticastForwardingTable)) {
+    std::memcpy(out, in, kMadBytes);
+    uint8_t* d = out + kSmpDataOffset;
+    const uint8_t* data = in + kSmpDataOffset;
+    uint8_t fresh[kSmpDataBytes] = {};
+    MadStatus status = attr == kSwitchInfo              ? switch_info(st.sw, set, data, fresh)
+                       : attr == kLinearForwardingTable ? linear_table(st.sw, modifier, set, data, fresh)
+                                                        : multicast_table(n, st.sw, modifier, set, data, fresh);
+    // IBA 13.4.5: a failed Get carries no attribute data.
+    if (status == MadStatus::kOk || set) std::memcpy(d, fresh, kSmpDataBytes);
+    if (status != MadStatus::kOk && !set) std::memset(d, 0, kSmpDataBytes);
+    Method::set(out, static_cast<uint8_t>(MethodId::kGetResp) & 0x7f);
+    ResponseBit::set(out, 1);
+    Status::set(out, static_cast<uint16_t>(status));
+    finish(in, directed, out);
+    return Disposition::kRespond;
+  }
+
+  const unsigned port = attribute_port(n, attr, modifier, at.port);
+  if (port > n.num_ports || (!n.is_switch() && port == 0)) {
+    // Let the codec answer the bad modifier (status 0x1C) for a port that exists.
+    PortView v = subnet_port_view(s, static_cast<unsigned>(at.node), at.port, at.port);
+    const Disposition d = answer_smp(v, req, kMadBytes, out, nullptr);
+    if (d == Disposition::kRespond && Status::get(out) == 0) Status::set(out, static_cast<uint16_t>(MadStatus::kInvalidField));
+    finish(in, directed, out);
+    return d;
+  }
+  if (at.node == t.local_ca() && port == 1) {
+    // The device's own port: its Sets are the device SMA's, stored by the caller.
+    const PortView v = subnet_port_view(s, static_cast<unsigned>(at.node), port, at.port);
+    const Disposition d = answer_smp(v, req, kMadBytes, out, local_effect);
+    finish(in, directed, out);
+    return d;
+  }
+  MadStatus set_status = MadStatus::kOk;
+  if (set && attr == static_cast<uint16_t>(SmpAttr::kPortInfo) && versions_ok) {
+    set_status = set_port_info(n, st, port, in + kSmpDataOffset);
+    // Answered as a Get of the attribute as it now stands.
+    Method::set(req, static_cast<uint8_t>(MethodId::kGet));
+  }
+  PortView v = subnet_port_view(s, static_cast<unsigned>(at.node), port, at.port);
+  if (hide_m_key) v.m_key = 0;
+  SmpEffect effect;
+  const Disposition d = answer_smp(v, req, kMadBytes, out, &effect);
+  if (effect.qos_changed) st.ports[port].qos = effect.qos;
+  if (set_status != MadStatus::kOk) Status::set(out, static_cast<uint16_t>(set_status));
+  finish(in, directed, out);
+  return d;
+}
+
+}  // namespace
+
+PortView subnet_port_view(const Subnet& s, unsigned node, unsigned port, unsigned arrival_port) {
+  const TopoNode& n = s.topology->nodes[node];
+  const bool local = static_cast<int>(node) == s.topology->local_ca();
+  if (local && port == 1) {
+    PortView v = s.local;
+    v.num_ports = n.num_ports;
+    v.arrival_port = static_cast<uint8_t>(arrival_port);
+    return v;
+  }
+  const shm::SubnetNode& st = s.state->node(node);
+  const shm::SubnetPort& a = address_port(n, st, port);
+  PortView v;
+  v.node_type = n.is_switch() ? 2 : 1;
+  v.num_ports = n.num_ports;
+  v.port_num = static_cast<uint8_t>(port);
+  v.arrival_port = static_cast<uint8_t>(arrival_port);
+  // The device's CA has the device's GUIDs (its port 1's is node GUID + 1).
+  v.node_guid = local ? s.local.node_guid : n.node_guid;
+  v.sys_image_guid = local ? s.local.sys_image_guid : n.sys_guid;
+  v.port_guid = local ? s.local.node_guid + port : n.port_guid(port);
+  v.vendor_id = n.vendor_id != 0 ? n.vendor_id : s.local.vendor_id;
+  v.device_id = n.device_id != 0 ? n.device_id : s.local.device_id;
+  v.revision = s.local.revision;
+  v.partition_cap = s.local.partition_cap;
+  v.gid_prefix = s.local.gid_prefix;
+  v.lid = a.lid;
+  v.sm_lid = a.sm_lid;
+  v.sm_sl = a.sm_sl;
+  v.lmc = a.lmc;
+  // A CA's port has the device port's capabilities but no SM; a switch's
+  // ports only their extended speeds (so tools read LinkSpeedExtActive).
+  v.cap_mask = n.is_switch() ? kIsExtendedSpeedsSupported : s.local.cap_mask & ~kIsSm;
+  v.port_state = port_state(n, st.ports[port], port);
+  v.phys_state = linked(n, port) ? kPhysLinkUp : kPhysPolling;
+  v.width_active = port == 0 ? 2 : n.ports[port].width;
+  v.speed_ext_active = s.local.speed_ext_active;
+  v.mtu = s.local.mtu;
+  v.vl_cap = shm::kVlCap;
+  v.qos = st.ports[port].qos;
+  v.subnet_timeout = a.subnet_timeout;
+  v.m_key = a.m_key;
+  v.m_key_protect = a.m_key_protect;
+  v.ethernet = false;
+  if (local) std::memcpy(v.node_desc, s.local.node_desc, sizeof v.node_desc);
+  else std::memcpy(v.node_desc, n.name.data(), std::min(n.name.size(), sizeof v.node_desc));
+  return v;
+}
+
+bool leaves_port(const PortView& local, const uint8_t* in, size_t len, uint16_t dlid) {
+  if (in == nullptr || len < kMadBytes) return false;
+  const uint8_t klass = MgmtClass::get(in);
+  if (klass == static_cast<uint8_t>(MgmtClassId::kSubnDirectedRoute)) return DrHopCount::get(in) != 0;
+  if (klass != static_cast<uint8_t>(MgmtClassId::kSubnLidRouted)) return false;
+  return dlid != kPermissiveLid && !lid_matches(local.lid, local.lmc, dlid);
+}
+
+Disposition answer_subnet_smp(const Subnet& s, const uint8_t* in, size_t len, uint16_t dlid, uint8_t* out,
+                              SmpEffect* local_effect) {
+  if (in == nullptr || len < kMadBytes || s.topology == nullptr || s.state == nullptr) return Disposition::kDrop;
+  const uint8_t klass = MgmtClass::get(in);
+  const bool directed = klass == static_cast<uint8_t>(MgmtClassId::kSubnDirectedRoute);
+  if (!directed && klass != static_cast<uint8_t>(MgmtClassId::kSubnLidRouted)) return Disposition::kDrop;
+  // A response is for an SM; a trap repress needs no answer.
+  if (ResponseBit::get(in) != 0 || Method::get(in) == static_cast<uint8_t>(MethodId::kTrapRepress))
+    return Disposition::kDrop;
+  const int origin = s.topology->local_ca();
+  if (origin < 0) return Disposition::kDrop;
+  uint8_t m[kMadBytes];
+  std::memcpy(m, in, kMadBytes);
+  Hop at;
+  if (directed && (DrHopCount::get(m) > kDrMaxHops || DrDirection::get(m) != 0)) {
+    // IBA 14.2.2: beyond 63 hops, or already returning, it is not ours to send.
+    return Disposition::kDrop;
+  }
+  if (!leaves_port(s.local, m, kMadBytes, dlid)) {
+    at = {origin, 1};  // for the device's own CA, as the topology has it
+  } else if (directed) {
+    if (!walk_directed(*s.topology, origin, m, &at)) return Disposition::kDrop;
+  } else if (!walk_lid(s, origin, dlid, &at)) {
+    return Disposition::kDrop;
+  }
+  return answer_at(s, at, m, directed, out, local_effect);
+}
+
+}  // namespace softverbs::mad

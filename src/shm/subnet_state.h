@@ -1,0 +1,106 @@
+// The mutable state of a subnet's nodes beyond the device's own port
+// (issue 19): what a subnet manager programs into them (LIDs, port states,
+// the SM's address, QoS tables, the switches' forwarding tables), shared by
+// every process that uses the same topology file.
+//
+// It lives in a file of its own beside the device segment (its path names
+// the topology's hash, so another topology never sees it), not in the
+// segment: the default device, without a topology, maps nothing more and
+// the segment's layout is unchanged. Nodes and ports are indexed as in the
+// topology (mad/topology.h), which is constant.
+//
+// Thread-safety: every read and write of `nodes` holds the robust,
+// process-shared `lock` (SubnetLock); only the management plane touches this
+// file, never the data path.
+//
+// Invariants:
+//  1. A file whose magic is set is fully initialised (creation holds flock).
+//  2. port_state 0 means "as the link leaves it": INIT on a linked port,
+//     DOWN on a port without a link (the topology decides which).
+#pragma once
+
+#include <pthread.h>
+
+#include <cstdint>
+#include <memory>
+#include <string>
+
+#include "shm/port_qos.h"
+#include "util/status.h"
+
+namespace softverbs::shm {
+
+inline constexpr unsigned kSubnetMaxNodes = 64;
+inline constexpr unsigned kSubnetMaxPorts = 64;   // ports 0..63 of a node
+inline constexpr unsigned kLftCap = 48 * 64;      // SwitchInfo:LinearFDBCap, 48 blocks
+inline constexpr unsigned kMftCap = 32 * 32;      // SwitchInfo:MulticastFDBCap, 32 blocks
+inline constexpr unsigned kMftPositions = kSubnetMaxPorts / 16;
+inline constexpr uint8_t kLftUnset = 0xff;        // no route: the packet is dropped
+
+struct SubnetPort {
+  uint64_t m_key = 0;
+  uint8_t m_key_protect = 0;  // PortInfo:M_KeyProtectBits
+  uint16_t lid = 0;
+  uint16_t sm_lid = 0;
+  uint8_t lmc = 0;
+  uint8_t sm_sl = 0;
+  uint8_t port_state = 0;     // IBA 14.2.5.6 PortState; 0: see invariant 2
+  uint8_t subnet_timeout = 0;
+  uint8_t neighbor_mtu = 5;   // 4096
+  QosTables qos;
+};
+
+struct SubnetSwitch {
+  uint16_t lft_top = 0;
+  uint16_t mft_top = 0;
+  uint8_t default_port = 0;
+  uint8_t default_mcast_primary = 0;
+  uint8_t default_mcast_not_primary = 0;
+  uint8_t life_time = 0;
+  uint8_t port_state_change = 0;
+  uint8_t lft[kLftCap];
+  uint16_t mft[kMftCap][kMftPositions];  // port masks, 16 ports per position
+};
+
+struct SubnetNode {
+  SubnetPort ports[kSubnetMaxPorts];
+  SubnetSwitch sw;
+};
+
+struct SubnetFile {
+  uint64_t magic;
+  pthread_mutex_t lock;
+  SubnetNode nodes[kSubnetMaxNodes];
+};
+
+class SubnetState {
+ public:
+  // Opens, creating and initialising on first use, the file at `path`
+  // (0600, this user's, as the device segment).
+  static Result<std::unique_ptr<SubnetState>> open(const std::string& path);
+  ~SubnetState();
+  SubnetState(const SubnetState&) = delete;
+  SubnetState& operator=(const SubnetState&) = delete;
+
+  // REQUIRES: the caller holds a SubnetLock.
+  SubnetNode& node(unsigned i) const { return file_->nodes[i]; }
+  void lock() const;
+  void unlock() const;
+
+ private:
+  SubnetState() = default;
+  SubnetFile* file_ = nullptr;
+};
+
+class SubnetLock {
+ public:
+  explicit SubnetLock(const SubnetState& s) : s_(s) { s_.lock(); }
+  ~SubnetLock() { s_.unlock(); }
+  SubnetLock(const SubnetLock&) = delete;
+  SubnetLock& operator=(const SubnetLock&) = delete;
+
+ private:
+  const SubnetState& s_;
+};
+
+}  // namespace softverbs::shm

@@ -1,0 +1,204 @@
+#!/usr/bin/env bash
+# Debian's infiniband-diags, unmodified, on a subnet from a topology file
+# (SOFTVERBS_TOPOLOGY, issue 19): two switches joined by two links and four
+# CAs, the device's port being the first linked CA's port 1. The subnet's SMAs answer
+# through our libibumad.so.3 (src/mad/subnet_sma.cc).
+#   topology_tools.sh <dir of libibumad.so.3 and libibverbs.so.1> <scenario>
+# Scenarios: discover (directed-route discovery before any SM), off-fabric
+# (paths that leave the fabric time out), bad-file (a broken topology is
+# refused with its line), ibsim-nets (ibsim's example nets load and are
+# discovered), opensm (opensm -o brings the subnet up: LIDs, forwarding
+# tables, ACTIVE ports, and the LID-routed tools on top). Every tool, opensm
+# included, runs in the foreground under `timeout`; nothing is left running.
+# sm-none: SOFTVERBS_SM=none without a topology.
+set -euo pipefail
+lib=$1
+scenario=$2
+export LD_LIBRARY_PATH=$lib
+export SOFTVERBS_DEVICE_PATH=/dev/shm/softverbs-conf-topo-$scenario-$$
+work=$(mktemp -d)
+cleanup() { rm -rf "$SOFTVERBS_DEVICE_PATH" "$SOFTVERBS_DEVICE_PATH".* "$work"; }
+trap cleanup EXIT
+fail() { echo "FAIL: $scenario: $*" >&2; exit 1; }
+command -v smpquery >/dev/null || { echo "SKIP: infiniband-diags is not installed"; exit 77; }
+
+run() {
+  local name=$1
+  shift
+  timeout 30 "$@" >"$work/$name" 2>&1 || { cat "$work/$name" >&2; fail "'$*' exited $?"; }
+}
+field() { awk -v n="$2" -F':' '{ k = $1; sub(/\.+$/, "", k) } k == n { v = $2; sub(/^\.+/, "", v); print v; exit }' "$1"; }
+expect() {  # FILE NAME VALUE
+  local got
+  got=$(field "$1" "$2")
+  [ "$got" = "$3" ] || { cat "$1" >&2; fail "$2 is '$got', expected '$3'"; }
+}
+
+cat >"$work/fabric.net" <<'EOF'
+# the device's CA first: its port 1 is softverbs0's port
+Hca 1 "host-0"
+[1] "leaf-a"[1]
+
+Switch 8 "leaf-a"
+[2] "host-1"[1]
+[7] "leaf-b"[7]
+[8] "leaf-b"[8]
+
+switchguid=0x0011750000000200
+Switch 8 "leaf-b"
+[1] "host-2"[1]
+[2] "host-3"[2]
+
+Hca 1 "host-1"
+caguid=0x0011750000000300
+Hca 2 "host-2"
+Hca 2 "host-3"
+EOF
+export SOFTVERBS_TOPOLOGY=$work/fabric.net
+
+case $scenario in
+  discover)
+    # One hop: the first switch, reached through its port 1.
+    run ni1 smpquery -D nodeinfo 0,1
+    expect "$work/ni1" NodeType Switch
+    expect "$work/ni1" NumPorts 8
+    expect "$work/ni1" LocalPort 1
+    # Three hops, across the second switch, to a two-port CA.
+    run ni3 smpquery -D nodeinfo 0,1,7,1
+    expect "$work/ni3" NodeType "Channel Adapter"
+    expect "$work/ni3" NumPorts 2
+    expect "$work/ni3" Guid 0x0011750000000300
+    expect "$work/ni3" PortGuid 0x0011750000000301
+    run nd smpquery -D nodedesc 0,1,8
+    grep -q 'leaf-b' "$work/nd" || { cat "$work/nd" >&2; fail "nodedesc of 0,1,8 is not leaf-b"; }
+    # Before any SM: the remote ports are INIT with LID 0; an unlinked one DOWN.
+    run pi smpquery -D portinfo 0,1,7,1
+    expect "$work/pi" LinkState Initialize
+    expect "$work/pi" Lid 0
+    run pi3 smpquery -D portinfo 0,1 3
+    expect "$work/pi3" LinkState Down
+    expect "$work/pi3" PhysLinkState Polling
+    run si smpquery -D switchinfo 0,1,7
+    expect "$work/si" LinearFdbCap 3072
+    # ibnetdiscover walks the whole subnet: 2 switches, 4 CAs, 6 links each way.
+    run net ibnetdiscover
+    [ "$(grep -c '^Switch' "$work/net")" = 2 ] || { cat "$work/net" >&2; fail "ibnetdiscover: not 2 switches"; }
+    [ "$(grep -c '^Ca' "$work/net")" = 4 ] || { cat "$work/net" >&2; fail "ibnetdiscover: not 4 CAs"; }
+    [ "$(grep -c '^\[' "$work/net")" = 12 ] || { cat "$work/net" >&2; fail "ibnetdiscover: not 12 link ends"; }
+    grep -q '"leaf-b" base port 0 lid 0' "$work/net" || { cat "$work/net" >&2; fail "leaf-b not discovered"; }
+    # Its output is a topology file in turn: the same subnet, GUIDs and all.
+    run net2 env SOFTVERBS_TOPOLOGY="$work/net" SOFTVERBS_DEVICE_PATH="$SOFTVERBS_DEVICE_PATH.2" ibnetdiscover
+    rm -f "$SOFTVERBS_DEVICE_PATH".2*
+    [ "$(grep -c '^Switch' "$work/net2")" = 2 ] && [ "$(grep -c '^Ca' "$work/net2")" = 4 ] ||
+      { cat "$work/net2" >&2; fail "ibnetdiscover's own output does not load"; }
+    grep -q 'switchguid=0x11750000000200' "$work/net2" || { cat "$work/net2" >&2; fail "GUIDs did not survive"; }
+    ;;
+  off-fabric)
+    # A port without a link, a port the switch lacks, a CA in the middle of
+    # a path: nothing carries the SMP, and the tool times out as on hardware.
+    for path in 0,1,3 0,1,9 0,1,2,1 0,2; do
+      rc=0
+      timeout 30 smpquery -D -t 200 nodeinfo $path >"$work/out" 2>&1 || rc=$?
+      [ $rc -ne 0 ] && [ $rc -ne 124 ] || { cat "$work/out" >&2; fail "smpquery -D nodeinfo $path exited $rc"; }
+      grep -qi 'timeout\|failed' "$work/out" || { cat "$work/out" >&2; fail "$path: no timeout reported"; }
+    done
+    # A LID no port has (no SM has run): also unreachable.
+    rc=0
+    timeout 30 smpquery -t 200 nodeinfo 7 >"$work/out" 2>&1 || rc=$?
+    [ $rc -ne 0 ] && [ $rc -ne 124 ] || fail "smpquery nodeinfo 7 exited $rc"
+    ;;
+  bad-file)
+    printf 'Switch 8 "s"\n[9] "h"[1]\n\nHca 1 "h"\n' >"$work/bad.net"
+    rc=0
+    SOFTVERBS_TOPOLOGY=$work/bad.net timeout 30 smpquery -D nodeinfo 0 >"$work/out" 2>&1 || rc=$?
+    [ $rc -ne 0 ] && [ $rc -ne 124 ] || { cat "$work/out" >&2; fail "a bad topology was used (exit $rc)"; }
+    grep -q 'line 2: "s" has no port 9' "$work/out" || { cat "$work/out" >&2; fail "the error does not name the line"; }
+    rc=0
+    SOFTVERBS_TOPOLOGY=$work/missing.net timeout 30 smpquery -D nodeinfo 0 >"$work/out" 2>&1 || rc=$?
+    [ $rc -ne 0 ] && [ $rc -ne 124 ] || fail "a missing topology was used (exit $rc)"
+    grep -q 'cannot read' "$work/out" || { cat "$work/out" >&2; fail "the error does not say the file is missing"; }
+    ;;
+  ibsim-nets)
+    dir=/usr/share/doc/ibsim-utils/net-examples
+    [ -r $dir/net.2sw2path4hca ] || { echo "SKIP: ibsim-utils' example nets are not installed"; exit 77; }
+    # Their CAs come after the switches; the device is the first CA with a linked port 1.
+    for net in net net.1 net.2sw2path net.2sw2path4hca net.2sw2path4hca2port; do
+      run "$net" env SOFTVERBS_TOPOLOGY=$dir/$net ibnetdiscover
+      grep -q '^Switch' "$work/$net" || { cat "$work/$net" >&2; fail "$net: no switch discovered"; }
+      rm -f "$SOFTVERBS_DEVICE_PATH".subnet-*
+    done
+    [ "$(grep -c '^Ca' "$work/net.2sw2path4hca")" = 4 ] || { cat "$work/net.2sw2path4hca" >&2; fail "net.2sw2path4hca: not 4 CAs"; }
+    ;;
+  opensm)
+    command -v opensm >/dev/null || { echo "SKIP: opensm is not installed"; exit 77; }
+    # Before the SM: no port has a LID, the device's own included (a
+    # topology leaves the port to an external SM: INIT, LID 0, no IsSM).
+    run pre ibnetdiscover
+    grep -q '"leaf-b" base port 0 lid 0' "$work/pre" || { cat "$work/pre" >&2; fail "leaf-b has a LID before opensm"; }
+    run local0 smpquery -D portinfo 0
+    expect "$work/local0" Lid 0
+    expect "$work/local0" LinkState Initialize
+    run stat0 ibstat softverbs0 1
+    grep -q 'State: Initializing' "$work/stat0" || { cat "$work/stat0" >&2; fail "ibstat does not show INIT"; }
+    # One sweep (-o), then it exits; its cache and log stay in $work.
+    rc=0
+    OSM_CACHE_DIR=$work timeout 60 opensm -o -f "$work/opensm.log" >"$work/opensm.out" 2>&1 || rc=$?
+    [ $rc -eq 0 ] || { tail -50 "$work/opensm.log" >&2; fail "opensm -o exited $rc"; }
+    grep -q "SUBNET UP" "$work/opensm.log" || { tail -50 "$work/opensm.log" >&2; fail "opensm: no SUBNET UP"; }
+    # Every port with a link is ACTIVE with a LID of its own, the SM's LID set.
+    run net ibnetdiscover
+    if grep -E '^\[' "$work/net" | grep -q ' lid 0 '; then cat "$work/net" >&2; fail "a port without a LID"; fi
+    # The device's port too, as ibv_query_port (ibstat) reports it.
+    run local smpquery -D portinfo 0
+    expect "$work/local" LinkState Active
+    local_lid=$(field "$work/local" Lid)
+    [ "$local_lid" -gt 0 ] || fail "the device's port has no LID"
+    expect "$work/local" SMLid "$local_lid"
+    run stat ibstat softverbs0 1
+    grep -q 'State: Active' "$work/stat" && grep -q "Base lid: $local_lid\$" "$work/stat" ||
+      { cat "$work/stat" >&2; fail "ibstat does not show the SM's LID and ACTIVE"; }
+    run pi smpquery -D portinfo 0,1,7,1
+    expect "$work/pi" LinkState Active
+    expect "$work/pi" SMLid "$local_lid"
+    lid=$(field "$work/pi" Lid)
+    [ "$lid" -gt 1 ] || fail "host-2 has LID $lid"
+    # LID-routed now: through both switches' LFTs, as opensm programmed them.
+    run nd smpquery nodedesc "$lid"
+    grep -q 'host-2' "$work/nd" || { cat "$work/nd" >&2; fail "LID $lid is not host-2"; }
+    run tr ibtracert "$local_lid" "$lid"
+    [ "$(grep -c -- '-> switch port' "$work/tr")" = 2 ] || { cat "$work/tr" >&2; fail "ibtracert: not two switches"; }
+    leaf_b=$(awk '/"leaf-b" base port 0 lid/ { print $(NF-2); exit }' "$work/net")
+    run rt ibroute "$leaf_b"
+    grep -q '^6 valid lids dumped' "$work/rt" || { cat "$work/rt" >&2; fail "ibroute: not 6 LIDs routed"; }
+    run links iblinkinfo
+    [ "$(grep -c 'Active/  LinkUp' "$work/links")" = 12 ] || { cat "$work/links" >&2; fail "iblinkinfo: not 12 active link ends"; }
+    # opensm -o has exited: no SM answers SMInfo now, as on hardware.
+    rc=0
+    timeout 30 sminfo -t 200 >"$work/sm" 2>&1 || rc=$?
+    [ $rc -ne 0 ] && [ $rc -ne 124 ] || { cat "$work/sm" >&2; fail "sminfo found an SM after opensm exited"; }
+    ;;
+  sm-none)
+    # No topology, SOFTVERBS_SM=none: the lone port waits for an SM. opensm
+    # gives it a LID; with no neighbour it leaves it INIT (as a CA cabled
+    # to nothing). A value other than none/builtin is refused.
+    command -v opensm >/dev/null || { echo "SKIP: opensm is not installed"; exit 77; }
+    unset SOFTVERBS_TOPOLOGY
+    export SOFTVERBS_SM=none
+    run dev0 ibv_devinfo
+    grep -q 'PORT_INIT' "$work/dev0" && grep -q 'port_lid:[[:space:]]*0$' "$work/dev0" ||
+      { cat "$work/dev0" >&2; fail "the port is not INIT with LID 0"; }
+    rc=0
+    OSM_CACHE_DIR=$work timeout 60 opensm -o -f "$work/opensm.log" >"$work/opensm.out" 2>&1 || rc=$?
+    [ $rc -eq 0 ] || { tail -50 "$work/opensm.log" >&2; fail "opensm -o exited $rc"; }
+    run dev1 ibv_devinfo
+    grep -q 'port_lid:[[:space:]]*[1-9]' "$work/dev1" || { cat "$work/dev1" >&2; fail "opensm gave no LID"; }
+    run pi smpquery -D portinfo 0
+    [ "$(field "$work/pi" Lid)" = "$(awk '$1 == "port_lid:" { print $2 }' "$work/dev1")" ] ||
+      { cat "$work/pi" "$work/dev1" >&2; fail "smpquery and ibv_devinfo disagree on the LID"; }
+    rc=0
+    SOFTVERBS_SM=bogus SOFTVERBS_DEVICE_PATH=$SOFTVERBS_DEVICE_PATH.bogus timeout 30 ibv_devinfo >"$work/bogus" 2>&1 || rc=$?
+    [ $rc -ne 0 ] && grep -q "SOFTVERBS_SM: 'none'" "$work/bogus" || { cat "$work/bogus" >&2; fail "SOFTVERBS_SM=bogus was taken"; }
+    ;;
+  *) fail "unknown scenario" ;;
+esac
+echo "PASS: $scenario"

@@ -24,6 +24,10 @@
 #              server gets DISCONNECTED at once (the DREQ sent at exit)
 #   no-listener  a client to a port nobody listens on in the other
 #              namespace: RDMA_CM_EVENT_REJECTED (status 8), promptly
+#   rstream    rstream -T v (rsockets, non-blocking calls) and -T a -T v
+#              (rpoll) across the veth pair, IPv4 then IPv6: data checked
+#              on both sides; riostream -T v (riowrite into the peer's
+#              window) likewise
 set -euo pipefail
 here=$(cd "$(dirname "$0")" && pwd)
 lib=$(realpath "$1")
@@ -145,6 +149,20 @@ case $scenario in
     env_a+=(SOFTVERBS_FAULTS=loss=0.05,seed=3)
     env_b+=(SOFTVERBS_FAULTS=loss=0.05,seed=5)
     pair "ucmatose -c 20, 5 % loss" 'RDMA_CM_EVENT_REJECTED, error: 8' 'return status 0' ucmatose -c 20 -- ucmatose -s "$ADDR_A" -c 20
+    ;;
+  rstream)
+    pair "rstream -T v" 'Connection refused' '^custom ' rstream -b "$ADDR_A" -p $port -T v -C 200 -S 100000 -- \
+      rstream -s "$ADDR_A" -p $port -T v -C 200 -S 100000
+    pair "rstream -T a -T v" 'Connection refused' '^custom ' rstream -b "$ADDR_A" -p $port -T a -T v -C 100 -S 1000000 -- \
+      rstream -s "$ADDR_A" -p $port -T a -T v -C 100 -S 1000000
+    pair "riostream -T v" 'Connection refused' '^custom ' riostream -b "$ADDR_A" -p $port -T v -C 200 -S 100000 -- \
+      riostream -s "$ADDR_A" -p $port -T v -C 200 -S 100000
+    env_a=(LD_LIBRARY_PATH="$lib" SOFTVERBS_ROCE_ADDR="$ADDR6_A" SOFTVERBS_DEVICE_PATH=/dev/shm/softverbs-itest-cm-$$-a6)
+    env_b=(LD_LIBRARY_PATH="$lib" SOFTVERBS_ROCE_ADDR="$ADDR6_B" SOFTVERBS_DEVICE_PATH=/dev/shm/softverbs-itest-cm-$$-b6)
+    pair "rstream -T v (IPv6)" 'Connection refused' '^custom ' rstream -b "$ADDR6_A" -p $port -T v -C 200 -S 100000 -- \
+      rstream -s "$ADDR6_A" -p $port -T v -C 200 -S 100000
+    pair "riostream -T v (IPv6)" 'Connection refused' '^custom ' riostream -b "$ADDR6_A" -p $port -T v -C 200 -S 100000 -- \
+      riostream -s "$ADDR6_A" -p $port -T v -C 200 -S 100000
     ;;
   ucmatose)
     pair ucmatose 'RDMA_CM_EVENT_REJECTED, error: 8' 'return status 0' ucmatose -c 4 -- ucmatose -s "$ADDR_A" -c 4

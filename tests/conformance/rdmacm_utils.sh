@@ -33,6 +33,11 @@
 #                      go back and forth thousands of times
 #   rstream-no-listener  a client with nobody listening: rconnect fails with
 #                      ECONNREFUSED, promptly
+#   rspreload          an ordinary TCP echo program (tests/cm/socket_echo.cc,
+#                      the 3rd argument) under Debian's librspreload.so:
+#                      5 MB echoed and checked, both ends report their
+#                      sockets are rsockets, and the kernel holds no TCP
+#                      listener on the port (the data went over the device)
 #   riostream          riostream -T v (riomap, riowrite into the peer's
 #                      window, data checked), then -T a -T v (rpoll) and
 #                      -T b -T v (blocking)
@@ -235,6 +240,25 @@ case $scenario in
       rstream_pair -T a -T v -C 100 -S 1000000
       rstream_pair -T b -T v -C 1000 -S 10000
     fi
+    ;;
+  rspreload)
+    echo_bin=$3
+    preload=$(ls /usr/lib/*/rsocket/librspreload.so 2>/dev/null | head -1)
+    [ -n "$preload" ] || { echo "librspreload.so is not installed (librdmacm1)"; exit 77; }
+    slog=$(mktemp) clog=$(mktemp)
+    LD_PRELOAD=$preload timeout 60 "$echo_bin" server 127.0.0.1 $port >"$slog" 2>&1 &
+    spid=$!
+    pids+=("$spid")
+    for _ in $(seq 100); do grep -q 'listening' "$slog" && break; sleep 0.05; done
+    grep -q 'listening (rsocket 1)' "$slog" || fail "server: $(cat "$slog")"
+    [ -z "$(ss -Hltn "( sport = :$port )" 2>/dev/null)" ] || fail "a kernel TCP socket listens on $port"
+    LD_PRELOAD=$preload timeout 60 "$echo_bin" client 127.0.0.1 $port 5000000 >"$clog" 2>&1 || fail "client: $(cat "$clog")"
+    wait "$spid" || fail "server (rc $?): $(cat "$slog")"
+    grep -q 'verified (rsocket 1)' "$clog" || fail "client: $(cat "$clog")"
+    grep -q 'echoed 5000000 bytes (rsocket 1)' "$slog" || fail "server: $(cat "$slog")"
+    echo "librspreload: a plain TCP echo pair moved 5 MB over rsockets"
+    cat "$clog"
+    rm -f "$slog" "$clog"
     ;;
   rstream-no-listener)
     clog=$(mktemp)

@@ -2,7 +2,7 @@
 // the connection's resources, shutdown and close.
 #include <fcntl.h>
 #include <netinet/in.h>
-#include <stdlib.h>
+#include <sys/mman.h>
 #include <time.h>
 #include <unistd.h>
 
@@ -42,12 +42,17 @@ std::atomic<Rsocket*>* slot(int index, bool create) {
   return page == nullptr ? nullptr : &page[index & ((1 << kPageBits) - 1)];
 }
 
-void* alloc_pages(size_t len) {
-  void* p = nullptr;
-  const size_t page = 4096;
-  if (posix_memalign(&p, page, (len + page - 1) / page * page) != 0) return nullptr;
-  std::memset(p, 0, len);
-  return p;
+// Whole pages of their own, so registration can move them onto a memfd that
+// a peer on the host fabric maps (docs/DESIGN.md, registered memory).
+size_t page_round(size_t len) { return (len + 4095) / 4096 * 4096; }
+
+uint8_t* alloc_pages(size_t len) {
+  void* p = mmap(nullptr, page_round(len), PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+  return p == MAP_FAILED ? nullptr : static_cast<uint8_t*>(p);
+}
+
+void free_pages(uint8_t* p, size_t len) {
+  if (p != nullptr) munmap(p, page_round(len));
 }
 
 // The CM's event status as the errno librdmacm gives for it.
@@ -258,15 +263,15 @@ int create_ep(Rsocket* rs) {
 
   rs->rmsg = new (std::nothrow) Rsocket::Rmsg[rs->rq_size + 1]();
   if (rs->rmsg == nullptr) return fail(ENOMEM);
-  // Room after the send buffer for the control messages (SGL updates) that
-  // cannot go inline.
-  const size_t sbuf_total = rs->sbuf_size + (rs->sq_inline < sizeof(rsproto::Sge) ? sizeof(rsproto::Sge) * kCtrlSize : 0);
-  rs->sbuf = static_cast<uint8_t*>(alloc_pages(sbuf_total));
+  // Room after the send ring for the control messages (SGL updates) that
+  // cannot go inline; always there, so free_ep knows the size.
+  const size_t sbuf_total = rs->sbuf_size + sizeof(rsproto::Sge) * kCtrlSize;
+  rs->sbuf = alloc_pages(sbuf_total);
   if (rs->sbuf == nullptr) return fail(ENOMEM);
   rs->smr = ibv_reg_mr(rs->id->pd, rs->sbuf, sbuf_total, IBV_ACCESS_LOCAL_WRITE);
   if (rs->smr == nullptr) return -1;
   const size_t tlen = sizeof(rsproto::Sge) * rsproto::kSglSize + sizeof(rsproto::Iomap) * rs->target_iomap_size;
-  rs->target_buf = static_cast<uint8_t*>(alloc_pages(tlen));
+  rs->target_buf = alloc_pages(tlen);
   if (rs->target_buf == nullptr) return fail(ENOMEM);
   rs->target_mr = ibv_reg_mr(rs->id->pd, rs->target_buf, tlen, IBV_ACCESS_LOCAL_WRITE | IBV_ACCESS_REMOTE_WRITE);
   if (rs->target_mr == nullptr) return -1;
@@ -274,7 +279,7 @@ int create_ep(Rsocket* rs) {
   if (rs->target_iomap_size != 0) {
     rs->target_iomap = reinterpret_cast<volatile rsproto::Iomap*>(rs->target_buf + sizeof(rsproto::Sge) * rsproto::kSglSize);
   }
-  rs->rbuf = static_cast<uint8_t*>(alloc_pages(rs->rbuf_size));
+  rs->rbuf = alloc_pages(rs->rbuf_size);
   if (rs->rbuf == nullptr) return fail(ENOMEM);
   rs->rmr = ibv_reg_mr(rs->id->pd, rs->rbuf, rs->rbuf_size, IBV_ACCESS_LOCAL_WRITE | IBV_ACCESS_REMOTE_WRITE);
   if (rs->rmr == nullptr) return -1;
@@ -316,9 +321,9 @@ void free_ep(Rsocket* rs) {
   for (ibv_mr* mr : {rs->smr, rs->rmr, rs->target_mr}) {
     if (mr != nullptr) ibv_dereg_mr(mr);
   }
-  free(rs->sbuf);
-  free(rs->rbuf);
-  free(rs->target_buf);
+  free_pages(rs->sbuf, rs->sbuf_size + sizeof(rsproto::Sge) * kCtrlSize);
+  free_pages(rs->rbuf, rs->rbuf_size);
+  free_pages(rs->target_buf, sizeof(rsproto::Sge) * rsproto::kSglSize + sizeof(rsproto::Iomap) * rs->target_iomap_size);
   delete[] rs->rmsg;
 }
 

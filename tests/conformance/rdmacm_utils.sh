@@ -209,12 +209,12 @@ case $scenario in
     esac
     rstream_pair() {
       slog=$(mktemp) clog=$(mktemp)
-      timeout 150 $prog -p $port "$@" >"$slog" 2>&1 &
+      timeout 240 $prog -p $port "$@" >"$slog" 2>&1 &
       spid=$!
       pids+=("$spid")
       ok=0
       for _ in $(seq 100); do
-        if timeout 150 $prog -s 127.0.0.1 -p $port "$@" >"$clog" 2>&1; then ok=1; break; fi
+        if timeout 240 $prog -s 127.0.0.1 -p $port "$@" >"$clog" 2>&1; then ok=1; break; fi
         # Nobody listens yet: rconnect (or, non-blocking, rpoll) says so.
         grep -qE '^(rconnect|rpoll): Connection refused' "$clog" || break
         sleep 0.1

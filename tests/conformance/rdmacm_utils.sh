@@ -33,6 +33,9 @@
 #                      go back and forth thousands of times
 #   rstream-no-listener  a client with nobody listening: rconnect fails with
 #                      ECONNREFUSED, promptly
+#   rstream-server-killed  the server killed (SIGKILL) mid-transfer: the
+#                      blocking client's rsend/rrecv fails (or sees end of
+#                      file) and it exits within two seconds, no hang
 #   rspreload          an ordinary TCP echo program (tests/cm/socket_echo.cc,
 #                      the 3rd argument) under Debian's librspreload.so:
 #                      5 MB echoed and checked, both ends report their
@@ -240,6 +243,28 @@ case $scenario in
       rstream_pair -T a -T v -C 100 -S 1000000
       rstream_pair -T b -T v -C 1000 -S 10000
     fi
+    ;;
+  rstream-server-killed)
+    slog=$(mktemp) clog=$(mktemp)
+    rstream -p $port -T b -C 100000000 -S 100 >"$slog" 2>&1 &
+    spid=$!
+    pids+=("$spid")
+    sleep 0.3
+    timeout 60 rstream -s 127.0.0.1 -p $port -T b -C 100000000 -S 100 >"$clog" 2>&1 &
+    cpid=$!
+    pids+=("$cpid")
+    sleep 1.5  # connected and transferring (an endless count)
+    kill -0 "$cpid" || fail "the client ended before the kill: $(cat "$clog")"
+    kill -KILL "$spid"
+    wait "$spid" 2>/dev/null || true
+    start=$(date +%s%N)
+    for _ in $(seq 40); do kill -0 "$cpid" 2>/dev/null || break; sleep 0.05; done
+    ms=$(( ($(date +%s%N) - start) / 1000000 ))
+    kill -0 "$cpid" 2>/dev/null && fail "the client still runs ${ms} ms after its server was killed: $(cat "$clog")"
+    wait "$cpid" && fail "the client exited 0 with its server killed: $(cat "$clog")"
+    grep -qE '^(rsend|rrecv)' "$clog" || fail "the client did not fail in rsend/rrecv: $(cat "$clog")"
+    echo "rstream server killed: the client's $(grep -oE '^(rsend|rrecv): .*' "$clog" | head -1), exit within $ms ms"
+    rm -f "$slog" "$clog"
     ;;
   rspreload)
     echo_bin=$3

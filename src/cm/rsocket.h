@@ -181,6 +181,7 @@ void remove(Rsocket* rs);
 
 // Everything that needs no waiting: completions, CM events, credits.
 void progress(Rsocket* rs);
+void process_cm_events(Rsocket* rs);
 // Waits, with `mu` held on entry and exit, until test(rs) or the socket
 // fails; -1 EWOULDBLOCK at once when `nonblock`.
 int wait_for(Rsocket* rs, std::unique_lock<std::mutex>& lk, bool nonblock, bool (*test)(Rsocket*));

@@ -1,13 +1,11 @@
-// rsockets' control path: the index table, socket/bind/listen/accept/connect,
-// the connection's resources, shutdown and close.
+// rsockets' control path: socket/bind/listen/accept/connect and the CM
+// events behind them, the connection's resources, shutdown and close.
 #include <fcntl.h>
 #include <netinet/in.h>
 #include <sys/mman.h>
-#include <time.h>
 #include <unistd.h>
 
 #include <algorithm>
-#include <atomic>
 #include <cerrno>
 #include <cstring>
 
@@ -21,26 +19,6 @@ namespace softverbs::cm {
 namespace rsimpl {
 
 namespace {
-
-// index -> Rsocket, two levels of 1024 so a lookup takes no lock.
-constexpr int kPageBits = 10;
-constexpr int kPages = 1024;
-std::atomic<std::atomic<Rsocket*>*> g_pages[kPages];
-std::mutex g_pages_mu;
-
-std::atomic<Rsocket*>* slot(int index, bool create) {
-  if (index < 0 || index >= (kPages << kPageBits)) return nullptr;
-  std::atomic<Rsocket*>* page = g_pages[index >> kPageBits].load(std::memory_order_acquire);
-  if (page == nullptr && create) {
-    std::lock_guard<std::mutex> lock(g_pages_mu);
-    page = g_pages[index >> kPageBits].load(std::memory_order_acquire);
-    if (page == nullptr) {
-      page = new std::atomic<Rsocket*>[1 << kPageBits]();
-      g_pages[index >> kPageBits].store(page, std::memory_order_release);
-    }
-  }
-  return page == nullptr ? nullptr : &page[index & ((1 << kPageBits) - 1)];
-}
 
 // Whole pages of their own, so registration can move them onto a memfd that
 // a peer on the host fabric maps (docs/DESIGN.md, registered memory).
@@ -141,29 +119,6 @@ void on_cm_event(Rsocket* rs, const rdma_cm_event* ev) {
 
 }  // namespace
 
-int fail(int err) {
-  errno = err;
-  return -1;
-}
-
-uint64_t now_us() {
-  timespec ts;
-  clock_gettime(CLOCK_MONOTONIC, &ts);
-  return uint64_t(ts.tv_sec) * 1000000 + uint64_t(ts.tv_nsec) / 1000;
-}
-
-bool insert(Rsocket* rs) {
-  std::atomic<Rsocket*>* s = slot(rs->index, true);
-  if (s == nullptr) return false;
-  s->store(rs, std::memory_order_release);
-  return true;
-}
-
-void remove(Rsocket* rs) {
-  std::atomic<Rsocket*>* s = slot(rs->index, false);
-  if (s != nullptr) s->store(nullptr, std::memory_order_release);
-}
-
 void process_cm_events(Rsocket* rs) {
   if (rs->state == kRsListening) return;  // raccept takes those
   while (!rs->ch->empty()) {
@@ -171,62 +126,6 @@ void process_cm_events(Rsocket* rs) {
     if (get_event(rs->ch, &ev) != 0) break;
     on_cm_event(rs, ev);
     ack_event(ev);
-  }
-}
-
-void progress(Rsocket* rs) {
-  if (rs->cq != nullptr) poll_cq(rs);
-  process_cm_events(rs);
-  if ((rs->state & kRsConnected) != 0) update_credits(rs);
-}
-
-void arm_cq(Rsocket* rs) {
-  if (rs->cq != nullptr && !rs->cq_armed) {
-    ibv_req_notify_cq(rs->cq, 0);
-    rs->cq_armed = true;
-  }
-}
-
-void drain_cq_events(Rsocket* rs) {
-  if (rs->cq_ch == nullptr) return;
-  ibv_cq* cq = nullptr;
-  void* ctx = nullptr;
-  while (ibv_get_cq_event(rs->cq_ch, &cq, &ctx) == 0) {
-    rs->cq_armed = false;
-    if (++rs->unacked_cq_events >= 256) {
-      ibv_ack_cq_events(rs->cq, rs->unacked_cq_events);
-      rs->unacked_cq_events = 0;
-    }
-  }
-}
-
-int wait_for(Rsocket* rs, std::unique_lock<std::mutex>& lk, bool nonblock, bool (*test)(Rsocket*)) {
-  const uint64_t spin_until = now_us() + 10;
-  for (;;) {
-    progress(rs);
-    if (test(rs)) return 0;
-    if ((rs->state & (kRsError | kRsConnectError)) != 0 && rs->err != 0) return fail(rs->err);
-    if (nonblock) return fail(EWOULDBLOCK);
-    if (now_us() < spin_until) continue;
-    arm_cq(rs);
-    progress(rs);
-    if (test(rs)) return 0;
-    // SO_KEEPALIVE: a zero-length RDMA WRITE after keepidle seconds quiet,
-    // so a dead peer surfaces as a failed completion (as rdma-core's).
-    if ((rs->so_opts & (1u << SO_KEEPALIVE)) != 0 && (rs->state & kRsConnected) != 0 &&
-        now_us() - rs->last_activity_us > uint64_t(rs->keepidle_s) * 1000000) {
-      post_keepalive(rs);
-      rs->last_activity_us = now_us();
-    }
-    pollfd fds[2];
-    nfds_t n = 0;
-    fds[n++] = pollfd{rs->ch->pub()->fd, POLLIN, 0};
-    if (rs->cq_ch != nullptr) fds[n++] = pollfd{rs->cq_ch->fd, POLLIN, 0};
-    lk.unlock();
-    const int rc = ::poll(fds, n, kWakeMs);
-    lk.lock();
-    if (rc < 0 && errno == EINTR) return -1;
-    drain_cq_events(rs);
   }
 }
 
@@ -369,11 +268,6 @@ int do_connect(Rsocket* rs) {
 }  // namespace rsimpl
 
 using namespace rsimpl;
-
-Rsocket* rs_lookup(int index) {
-  std::atomic<Rsocket*>* s = slot(index, false);
-  return s == nullptr ? nullptr : s->load(std::memory_order_acquire);
-}
 
 int rs_socket(int domain, int type, int protocol) {
   const int socket_type = type & ~(SOCK_CLOEXEC | SOCK_NONBLOCK);

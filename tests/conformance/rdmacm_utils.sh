@@ -51,6 +51,10 @@ export LD_LIBRARY_PATH=$libdir
 export SOFTVERBS_DEVICE_PATH=/dev/shm/softverbs-cm-$scenario-$$
 pids=()
 cleanup() {
+  # TERM first: most pids are `timeout`, which passes it on to its child; a
+  # KILL would leave that child running.
+  for p in "${pids[@]}"; do kill -TERM "$p" 2>/dev/null || true; done
+  [ ${#pids[@]} -eq 0 ] || sleep 0.2
   for p in "${pids[@]}"; do kill -9 "$p" 2>/dev/null || true; wait "$p" 2>/dev/null || true; done
   rm -rf "$SOFTVERBS_DEVICE_PATH" "$SOFTVERBS_DEVICE_PATH.sysfs" "$SOFTVERBS_DEVICE_PATH.cm"
 }

@@ -12,6 +12,7 @@
 
 #include "shm/segment.h"
 #include "util/log.h"
+#include "util/raw_socket.h"
 
 namespace softverbs::verbs {
 namespace {
@@ -59,7 +60,7 @@ ibv_mtu mtu_for_link(const wire::Gid& gid) {
   if (name.empty() || name.size() >= IFNAMSIZ) return IBV_MTU_1024;
   ifreq req{};
   std::memcpy(req.ifr_name, name.c_str(), name.size());
-  const int fd = socket(AF_INET, SOCK_DGRAM | SOCK_CLOEXEC, 0);
+  const int fd = raw_socket(AF_INET, SOCK_DGRAM | SOCK_CLOEXEC, 0);
   const bool ok = fd >= 0 && ioctl(fd, SIOCGIFMTU, &req) == 0;
   if (fd >= 0) close(fd);
   if (!ok) return IBV_MTU_1024;

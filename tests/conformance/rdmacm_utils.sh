@@ -20,6 +20,30 @@
 #                      by SIDR, datagrams both ways: "return status 0"
 #   rdma_server-client rdma_server / rdma_client: synchronous ids
 #                      (rdma_create_ep, rdma_get_request), one send each way
+#   rstream            rstream server and client, unmodified default run:
+#                      rsockets (rdma-core's protocol) with non-blocking
+#                      calls, latency then bandwidth tests of 64 B .. 1 MB
+#                      (two connections), all 8 result lines on both sides
+#   rstream-verify     rstream -T v: 1000 transfers of 100000 bytes, every
+#                      byte checked on both sides, then 4 MB ones
+#   rstream-async      rstream -T a -T v: non-blocking sockets driven by rpoll
+#                      (POLLIN/POLLOUT), data checked
+#   rstream-blocking   rstream -T b -T v -B 4096: blocking calls (MSG_WAITALL)
+#                      through 8 KB buffers, so credits and buffer updates
+#                      go back and forth thousands of times
+#   rstream-no-listener  a client with nobody listening: rconnect fails with
+#                      ECONNREFUSED, promptly
+#   rstream-server-killed  the server killed (SIGKILL) mid-transfer: the
+#                      blocking client's rsend/rrecv fails (or sees end of
+#                      file) and it exits within two seconds, no hang
+#   rspreload          an ordinary TCP echo program (tests/cm/socket_echo.cc,
+#                      the 3rd argument) under Debian's librspreload.so:
+#                      5 MB echoed and checked, both ends report their
+#                      sockets are rsockets, and the kernel holds no TCP
+#                      listener on the port (the data went over the device)
+#   riostream          riostream -T v (riomap, riowrite into the peer's
+#                      window, data checked), then -T a -T v (rpoll) and
+#                      -T b -T v (blocking)
 set -euo pipefail
 libdir=$1
 scenario=$2
@@ -27,6 +51,10 @@ export LD_LIBRARY_PATH=$libdir
 export SOFTVERBS_DEVICE_PATH=/dev/shm/softverbs-cm-$scenario-$$
 pids=()
 cleanup() {
+  # TERM first: most pids are `timeout`, which passes it on to its child; a
+  # KILL would leave that child running.
+  for p in "${pids[@]}"; do kill -TERM "$p" 2>/dev/null || true; done
+  [ ${#pids[@]} -eq 0 ] || sleep 0.2
   for p in "${pids[@]}"; do kill -9 "$p" 2>/dev/null || true; wait "$p" 2>/dev/null || true; done
   rm -rf "$SOFTVERBS_DEVICE_PATH" "$SOFTVERBS_DEVICE_PATH.sysfs" "$SOFTVERBS_DEVICE_PATH.cm"
 }
@@ -176,6 +204,103 @@ case $scenario in
     grep -q 'rdma_server: end 0' "$slog" || fail "rdma_server: $(cat "$slog")"
     echo "rdma_server / rdma_client: end 0 on both"
     rm -f "$slog" "$clog"
+    ;;
+  rstream|rstream-verify|rstream-async|rstream-blocking|riostream)
+    prog=rstream
+    case $scenario in
+      rstream) opts=() ;;
+      rstream-verify) opts=(-T v -C 1000 -S 100000) ;;
+      rstream-async) opts=(-T a -T v -C 200 -S 100000) ;;
+      rstream-blocking) opts=(-T b -T v -B 4096 -C 1000 -S 10000) ;;
+      riostream) prog=riostream opts=(-T v -C 1000 -S 100000) ;;
+    esac
+    rstream_pair() {
+      slog=$(mktemp) clog=$(mktemp)
+      timeout 240 $prog -p $port "$@" >"$slog" 2>&1 &
+      spid=$!
+      pids+=("$spid")
+      ok=0
+      for _ in $(seq 100); do
+        if timeout 240 $prog -s 127.0.0.1 -p $port "$@" >"$clog" 2>&1; then ok=1; break; fi
+        # Nobody listens yet: rconnect (or, non-blocking, rpoll) says so.
+        grep -qE '^(rconnect|rpoll): Connection refused' "$clog" || break
+        sleep 0.1
+      done
+      [ $ok = 1 ] || fail "$prog client $*: $(cat "$clog")"
+      wait "$spid" || fail "$prog server $* (rc $?): $(cat "$slog")"
+      # Result lines (name, size, transfers, iterations, total, time, Gb/sec,
+      # usec/xfer): one for a custom run, 8 for the default one.
+      local want=1 pat='^custom +'
+      [ $# -eq 0 ] && want=8 pat='^[0-9]+[kmg]?_(lat|bw) +'
+      for f in "$clog" "$slog"; do
+        [ "$(grep -cE "$pat[0-9.]+[kmg]? +[0-9.]+[kmg]? +[0-9.]+[kmg]? +[0-9.]+[kmg]? +[0-9.]+s" "$f")" -eq $want ] ||
+          fail "$prog $* printed: $(cat "$f")"
+      done
+      echo "$prog $*:"; tail -n $want "$clog"
+      rm -f "$slog" "$clog"
+    }
+    rstream_pair "${opts[@]}"
+    # Transfers larger than the receive buffer (each 4 MB one crosses it
+    # several times), checked.
+    if [ "$scenario" = rstream-verify ]; then rstream_pair -T v -C 10 -S 4194304; fi
+    if [ "$scenario" = riostream ]; then
+      rstream_pair -T a -T v -C 100 -S 1000000
+      rstream_pair -T b -T v -C 1000 -S 10000
+    fi
+    ;;
+  rstream-server-killed)
+    slog=$(mktemp) clog=$(mktemp)
+    rstream -p $port -T b -C 100000000 -S 100 >"$slog" 2>&1 &
+    spid=$!
+    pids+=("$spid")
+    sleep 0.3
+    timeout 60 rstream -s 127.0.0.1 -p $port -T b -C 100000000 -S 100 >"$clog" 2>&1 &
+    cpid=$!
+    pids+=("$cpid")
+    sleep 1.5  # connected and transferring (an endless count)
+    kill -0 "$cpid" || fail "the client ended before the kill: $(cat "$clog")"
+    kill -KILL "$spid"
+    wait "$spid" 2>/dev/null || true
+    start=$(date +%s%N)
+    for _ in $(seq 40); do kill -0 "$cpid" 2>/dev/null || break; sleep 0.05; done
+    ms=$(( ($(date +%s%N) - start) / 1000000 ))
+    kill -0 "$cpid" 2>/dev/null && fail "the client still runs ${ms} ms after its server was killed: $(cat "$clog")"
+    wait "$cpid" && fail "the client exited 0 with its server killed: $(cat "$clog")"
+    grep -qE '^(rsend|rrecv)' "$clog" || fail "the client did not fail in rsend/rrecv: $(cat "$clog")"
+    echo "rstream server killed: the client's $(grep -oE '^(rsend|rrecv): .*' "$clog" | head -1), exit within $ms ms"
+    rm -f "$slog" "$clog"
+    ;;
+  rspreload)
+    echo_bin=$3
+    preload=$(ls /usr/lib/*/rsocket/librspreload.so 2>/dev/null | head -1)
+    [ -n "$preload" ] || { echo "librspreload.so is not installed (librdmacm1)"; exit 77; }
+    slog=$(mktemp) clog=$(mktemp)
+    LD_PRELOAD=$preload timeout 60 "$echo_bin" server 127.0.0.1 $port >"$slog" 2>&1 &
+    spid=$!
+    pids+=("$spid")
+    for _ in $(seq 100); do grep -q 'listening' "$slog" && break; sleep 0.05; done
+    grep -q 'listening (rsocket 1)' "$slog" || fail "server: $(cat "$slog")"
+    [ -z "$(ss -Hltn "( sport = :$port )" 2>/dev/null)" ] || fail "a kernel TCP socket listens on $port"
+    LD_PRELOAD=$preload timeout 60 "$echo_bin" client 127.0.0.1 $port 5000000 >"$clog" 2>&1 || fail "client: $(cat "$clog")"
+    wait "$spid" || fail "server (rc $?): $(cat "$slog")"
+    grep -q 'verified (rsocket 1)' "$clog" || fail "client: $(cat "$clog")"
+    grep -q 'echoed 5000000 bytes (rsocket 1)' "$slog" || fail "server: $(cat "$slog")"
+    echo "librspreload: a plain TCP echo pair moved 5 MB over rsockets"
+    cat "$clog"
+    rm -f "$slog" "$clog"
+    ;;
+  rstream-no-listener)
+    clog=$(mktemp)
+    start=$(date +%s%N)
+    if timeout 30 rstream -s 127.0.0.1 -p $port -C 1 -S 100 >"$clog" 2>&1; then fail "rstream connected to nobody: $(cat "$clog")"; fi
+    ms=$(( ($(date +%s%N) - start) / 1000000 ))
+    grep -qE '^(rconnect|rpoll): Connection refused' "$clog" || fail "expected ECONNREFUSED: $(cat "$clog")"
+    [ $ms -lt 5000 ] || fail "the refusal took $ms ms"
+    # Blocking too: rconnect itself fails.
+    if timeout 30 rstream -s 127.0.0.1 -p $port -C 1 -S 100 -T b >"$clog" 2>&1; then fail "rstream -T b connected to nobody"; fi
+    grep -q '^rconnect: Connection refused' "$clog" || fail "expected ECONNREFUSED from rconnect: $(cat "$clog")"
+    echo "rstream to a port with no listener: ECONNREFUSED (non-blocking through rpoll, blocking from rconnect) in $ms ms"
+    rm -f "$clog"
     ;;
   *)
     echo "unknown scenario $scenario" >&2

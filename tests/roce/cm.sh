@@ -24,6 +24,14 @@
 #              server gets DISCONNECTED at once (the DREQ sent at exit)
 #   no-listener  a client to a port nobody listens on in the other
 #              namespace: RDMA_CM_EVENT_REJECTED (status 8), promptly
+#   rspreload  a plain TCP echo program (tests/cm/socket_echo.cc, the 3rd
+#              argument) under Debian's librspreload.so across the veth
+#              pair: 5 MB echoed over rsockets (both ends say so), and the
+#              library's own UDP sockets stay kernel sockets
+#   rstream    rstream -T v (rsockets, non-blocking calls) and -T a -T v
+#              (rpoll) across the veth pair, IPv4 then IPv6: data checked
+#              on both sides; riostream -T v (riowrite into the peer's
+#              window) likewise
 set -euo pipefail
 here=$(cd "$(dirname "$0")" && pwd)
 lib=$(realpath "$1")
@@ -145,6 +153,34 @@ case $scenario in
     env_a+=(SOFTVERBS_FAULTS=loss=0.05,seed=3)
     env_b+=(SOFTVERBS_FAULTS=loss=0.05,seed=5)
     pair "ucmatose -c 20, 5 % loss" 'RDMA_CM_EVENT_REJECTED, error: 8' 'return status 0' ucmatose -c 20 -- ucmatose -s "$ADDR_A" -c 20
+    ;;
+  rspreload)
+    helper=$3
+    preload=$(ls /usr/lib/*/rsocket/librspreload.so 2> /dev/null | head -1)
+    [ -n "$preload" ] || { echo "SKIP: librspreload.so is not installed (librdmacm1)"; exit 77; }
+    spawn in_a env "${env_a[@]}" LD_PRELOAD="$preload" timeout 60 "$helper" server "$ADDR_A" $port > "$work/server.out" 2>&1
+    server=${NETNS_PIDS[-1]}
+    for _ in $(seq 100); do grep -q listening "$work/server.out" && break; sleep 0.05; done
+    in_b env "${env_b[@]}" LD_PRELOAD="$preload" timeout 60 "$helper" client "$ADDR_A" $port 5000000 > "$work/client.out" 2>&1 ||
+      fail "client: $(cat "$work/client.out")"
+    wait "$server" || fail "server: $(cat "$work/server.out")"
+    grep -q 'verified (rsocket 1)' "$work/client.out" || fail "client: $(cat "$work/client.out")"
+    grep -q 'echoed 5000000 bytes (rsocket 1)' "$work/server.out" || fail "server: $(cat "$work/server.out")"
+    echo "librspreload over softverbs_roce0, $ADDR_B -> $ADDR_A: 5 MB echoed over rsockets"
+    ;;
+  rstream)
+    pair "rstream -T v" 'Connection refused' '^custom ' rstream -b "$ADDR_A" -p $port -T v -C 200 -S 100000 -- \
+      rstream -s "$ADDR_A" -p $port -T v -C 200 -S 100000
+    pair "rstream -T a -T v" 'Connection refused' '^custom ' rstream -b "$ADDR_A" -p $port -T a -T v -C 100 -S 1000000 -- \
+      rstream -s "$ADDR_A" -p $port -T a -T v -C 100 -S 1000000
+    pair "riostream -T v" 'Connection refused' '^custom ' riostream -b "$ADDR_A" -p $port -T v -C 200 -S 100000 -- \
+      riostream -s "$ADDR_A" -p $port -T v -C 200 -S 100000
+    env_a=(LD_LIBRARY_PATH="$lib" SOFTVERBS_ROCE_ADDR="$ADDR6_A" SOFTVERBS_DEVICE_PATH=/dev/shm/softverbs-itest-cm-$$-a6)
+    env_b=(LD_LIBRARY_PATH="$lib" SOFTVERBS_ROCE_ADDR="$ADDR6_B" SOFTVERBS_DEVICE_PATH=/dev/shm/softverbs-itest-cm-$$-b6)
+    pair "rstream -T v (IPv6)" 'Connection refused' '^custom ' rstream -b "$ADDR6_A" -p $port -T v -C 200 -S 100000 -- \
+      rstream -s "$ADDR6_A" -p $port -T v -C 200 -S 100000
+    pair "riostream -T v (IPv6)" 'Connection refused' '^custom ' riostream -b "$ADDR6_A" -p $port -T v -C 200 -S 100000 -- \
+      riostream -s "$ADDR6_A" -p $port -T v -C 200 -S 100000
     ;;
   ucmatose)
     pair ucmatose 'RDMA_CM_EVENT_REJECTED, error: 8' 'return status 0' ucmatose -c 4 -- ucmatose -s "$ADDR_A" -c 4

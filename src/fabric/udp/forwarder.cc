@@ -13,6 +13,7 @@
 
 #include "fabric/udp/udp_fabric.h"
 #include "util/log.h"
+#include "util/raw_socket.h"
 
 namespace softverbs::fabric::udp {
 namespace {
@@ -48,7 +49,7 @@ int Forwarder::start(const std::string& device_path, shm::OwnerId self, Deliver 
   prefix_ = "softverbs-roce-" + std::to_string(std::hash<std::string>{}(device_path));
   deliver_ = std::move(deliver);
   on_idle_ = std::move(on_idle);
-  listen_fd_ = socket(AF_UNIX, SOCK_SEQPACKET | SOCK_CLOEXEC, 0);
+  listen_fd_ = raw_socket(AF_UNIX, SOCK_SEQPACKET | SOCK_CLOEXEC, 0);
   if (listen_fd_ < 0) return errno;
   sockaddr_un sa;
   const socklen_t len = abstract_address(name_of(self), &sa);
@@ -72,7 +73,7 @@ bool Forwarder::forward(shm::OwnerId to, uint8_t endpoint, const wire::Gid& from
     o.fd = -1;
   }
   if (o.fd < 0) {
-    const int fd = socket(AF_UNIX, SOCK_SEQPACKET | SOCK_CLOEXEC, 0);
+    const int fd = raw_socket(AF_UNIX, SOCK_SEQPACKET | SOCK_CLOEXEC, 0);
     if (fd < 0) return false;
     sockaddr_un sa;
     const socklen_t len = abstract_address(name_of(to), &sa);

@@ -24,6 +24,7 @@
 #include "util/log.h"
 #include "wire/cm_mad.h"
 #include "wire/icrc.h"
+#include "util/raw_socket.h"
 
 namespace softverbs::fabric::udp {
 namespace {
@@ -47,7 +48,7 @@ namespace {
 
 // A UDP socket for RoCE on `gid`, bound to `port` (0: any), or -errno.
 int open_roce_socket(const wire::Gid& gid, wire::IpVersion version, uint16_t port) {
-  const int fd = socket(version == wire::IpVersion::kV4 ? AF_INET : AF_INET6, SOCK_DGRAM | SOCK_CLOEXEC, 0);
+  const int fd = raw_socket(version == wire::IpVersion::kV4 ? AF_INET : AF_INET6, SOCK_DGRAM | SOCK_CLOEXEC, 0);
   if (fd < 0) return -errno;
   int on = 1;
   if (version == wire::IpVersion::kV4) {

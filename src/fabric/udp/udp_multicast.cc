@@ -19,6 +19,7 @@
 #include "shm/mcast_groups.h"
 #include "transport/responder.h"
 #include "util/log.h"
+#include "util/raw_socket.h"
 
 namespace softverbs::fabric::udp {
 namespace {
@@ -29,7 +30,7 @@ namespace {
 // host that joins gets its own copy of each datagram.
 int open_group_socket(const wire::Gid& mgid, const wire::Gid& local, uint16_t port) {
   const bool v4 = is_v4_mapped(mgid);
-  const int fd = socket(v4 ? AF_INET : AF_INET6, SOCK_DGRAM | SOCK_CLOEXEC | SOCK_NONBLOCK, 0);
+  const int fd = raw_socket(v4 ? AF_INET : AF_INET6, SOCK_DGRAM | SOCK_CLOEXEC | SOCK_NONBLOCK, 0);
   if (fd < 0) return -errno;
   const int on = 1;
   const int off = 0;

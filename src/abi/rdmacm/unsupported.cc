@@ -5,7 +5,6 @@
 //
 //   - rsockets (rsocket, rbind, ..., riowrite): ENOSYS, librdmacm's own
 //     errno for a socket call it cannot carry out.
-//   - multicast joins: EOPNOTSUPP, softverbs' CM has no SA to join through.
 #include <rdma/rdma_cma.h>
 #include <rdma/rdma_verbs.h>
 #include <rdma/rsocket.h>
@@ -32,11 +31,6 @@ namespace {
 int no_rsockets(const char* fn) { return unsupported(fn, ENOSYS); }
 }  // namespace
 
-SV_EXPORT int rdma_join_multicast(rdma_cm_id*, sockaddr*, void*) { return unsupported(__func__, EOPNOTSUPP); }
-SV_EXPORT int rdma_join_multicast_ex(rdma_cm_id*, rdma_cm_join_mc_attr_ex*, void*) {
-  return unsupported(__func__, EOPNOTSUPP);
-}
-SV_EXPORT int rdma_leave_multicast(rdma_cm_id*, sockaddr*) { return unsupported(__func__, EOPNOTSUPP); }
 
 SV_EXPORT int rsocket(int, int, int) { return no_rsockets(__func__); }
 SV_EXPORT int rbind(int, const sockaddr*, socklen_t) { return no_rsockets(__func__); }

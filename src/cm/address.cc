@@ -110,6 +110,17 @@ Device* device_for_dest(const std::vector<Device*>& devs, const sockaddr* dst) {
   return nullptr;
 }
 
+Device* device_for_group(const std::vector<Device*>& devs, Device* bound, const sockaddr* src) {
+  if (src != nullptr && (src->sa_family == AF_INET || src->sa_family == AF_INET6) && !is_wildcard(src)) {
+    return device_of_local(devs, src);
+  }
+  if (bound != nullptr) return bound;
+  for (Device* d : devs) {
+    if (d->roce) return d;
+  }
+  return devs.empty() ? nullptr : devs.front();
+}
+
 void source_for(const Device* dev, const sockaddr* dst, sockaddr_storage* out) {
   std::memset(out, 0, sizeof *out);
   if (dev->roce) {
@@ -125,8 +136,14 @@ void source_for(const Device* dev, const sockaddr* dst, sockaddr_storage* out) {
     }
     return;
   }
-  // The host device: a local destination is reached from itself.
+  // The host device: a local destination is reached from itself, a group
+  // from the loopback address.
   std::memcpy(out, dst, sockaddr_len(dst));
+  if (dst->sa_family == AF_INET && IN_MULTICAST(ntohl(reinterpret_cast<const sockaddr_in*>(dst)->sin_addr.s_addr))) {
+    reinterpret_cast<sockaddr_in*>(out)->sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+  } else if (dst->sa_family == AF_INET6 && IN6_IS_ADDR_MULTICAST(&reinterpret_cast<const sockaddr_in6*>(dst)->sin6_addr)) {
+    reinterpret_cast<sockaddr_in6*>(out)->sin6_addr = in6addr_loopback;
+  }
   set_port(reinterpret_cast<sockaddr*>(out), 0);
 }
 

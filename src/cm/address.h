@@ -28,6 +28,10 @@ ibv_gid gid_of(const sockaddr* sa);
 Device* device_of_local(const std::vector<Device*>& devs, const sockaddr* sa);
 // The device through which `dst` is reached, or nullptr.
 Device* device_for_dest(const std::vector<Device*>& devs, const sockaddr* dst);
+// The device an id joining an IP multicast group resolves to: that of its
+// source address or of its binding, else the first RoCE device (the group
+// reaches other hosts), else the host device. nullptr if none.
+Device* device_for_group(const std::vector<Device*>& devs, Device* bound, const sockaddr* src);
 // The source address a connection from `dev` to `dst` uses (port 0).
 void source_for(const Device* dev, const sockaddr* dst, sockaddr_storage* out);
 

@@ -12,6 +12,7 @@
 #include "cm/api_util.h"
 #include "cm/cm.h"
 #include "cm/event_channel.h"
+#include "cm/mcast_gid.h"
 #include "cm/protocol.h"
 #include "cm/qp_attrs.h"
 #include "util/log.h"
@@ -76,7 +77,7 @@ int resolve_addr(rdma_cm_id* pub, const sockaddr* src, const sockaddr* dst, int 
   {
     std::lock_guard<std::mutex> lock(agent.mu);
     const auto devs = agent.devices();
-    Device* d = device_for_dest(devs, dst);
+    Device* d = is_multicast_addr(dst) ? device_for_group(devs, id->dev, src) : device_for_dest(devs, dst);
     if (id->state == IdState::kIdle) {
       if (src != nullptr && family_ok(src) && !is_wildcard(src)) {
         Device* sd = device_of_local(devs, src);
@@ -327,6 +328,7 @@ int destroy_id(rdma_cm_id* pub) {
     }
   }
   agent.disarm(id);
+  leave_all_multicast(id);
   unbind(id);
   agent.remove(id);
   id->outstanding_events -= id->channel->drop_for(id);

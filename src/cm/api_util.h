@@ -36,6 +36,8 @@ void unbind(CmId* id);
 // wildcard address).
 int bind_on(CmId* id, const sockaddr* addr, const std::vector<Device*>& devs);
 bool family_ok(const sockaddr* sa);
+// rdma_destroy_id: the id's QP, if still there, leaves its groups.
+void leave_all_multicast(CmId* id);
 void send_mad_rej(CmId* id, uint16_t reason, const void* data, size_t len);
 void send_dreq(CmId* id, bool expect_answer);
 int sidr_request(CmId* id, const rdma_conn_param* param);

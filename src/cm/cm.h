@@ -27,6 +27,10 @@ int disconnect(rdma_cm_id* id);
 int notify(rdma_cm_id* id, ibv_event_type event);
 int migrate_id(rdma_cm_id* id, EventChannel* ch);
 int set_option(rdma_cm_id* id, int level, int optname, const void* optval, size_t optlen);
+// `flags`: an rdma_cm_mc_join_flags value. `context` comes back as the
+// MULTICAST_JOIN event's param.ud.private_data.
+int join_multicast(rdma_cm_id* id, const sockaddr* addr, uint16_t flags, void* context);
+int leave_multicast(rdma_cm_id* id, const sockaddr* addr);
 int get_request(rdma_cm_id* listen, rdma_cm_id** id);
 int create_ep(rdma_cm_id** id, const rdma_addrinfo* res, ibv_pd* pd, const ibv_qp_init_attr* qp_init_attr);
 

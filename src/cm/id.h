@@ -7,6 +7,7 @@
 #pragma once
 
 #include <rdma/rdma_cma.h>
+#include <sys/socket.h>
 
 #include <cstdint>
 #include <vector>
@@ -33,6 +34,15 @@ enum class IdState {
   kDreqSent,
   kTimewait,      // disconnected; TIMEWAIT_EXIT when the timer fires
   kClosed,        // rejected, unreachable or through timewait
+};
+
+// One rdma_join_multicast of an id (api_mcast.cc).
+struct McastJoin {
+  sockaddr_storage addr{};
+  ibv_gid mgid{};
+  uint16_t mlid = 0;
+  bool send_only = false;
+  ibv_qp* attached = nullptr;  // the QP attached to the group, if any
 };
 
 struct CmId {
@@ -82,6 +92,7 @@ struct CmId {
   uint64_t deadline_ns = 0;  // 0: no timer
   uint64_t timeout_ns = 0;
   int retries_left = 0;
+  std::vector<McastJoin> mcasts;
   rdma_cm_event* sync_event = nullptr;  // sync mode: the last event, acked at the next call
 };
 

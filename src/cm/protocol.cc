@@ -448,6 +448,12 @@ void queue_event(CmId* id, rdma_cm_event_type type, int status, const void* data
   post(id, new_event(id, type, status, data, len, listen));
 }
 
+void queue_ud_event(CmId* id, rdma_cm_event_type type, const rdma_ud_param& ud) {
+  Event* ev = new_event(id, type, 0, nullptr, 0, nullptr);
+  ev->pub.param.ud = ud;
+  post(id, ev);
+}
+
 int send_to_peer(CmId* id, const uint8_t (&mad)[wc::kMadBytes], bool expect_answer) {
   if (expect_answer) {
     std::memcpy(id->last_mad, mad, wc::kMadBytes);

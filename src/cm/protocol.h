@@ -27,6 +27,10 @@ bool check_peers();
 void queue_event(CmId* id, rdma_cm_event_type type, int status, const void* data = nullptr, size_t len = 0,
                  CmId* listen = nullptr);
 
+// Queues a UD event (MULTICAST_JOIN) whose param.ud is `ud` as given: its
+// private_data is the caller's pointer, not copied.
+void queue_ud_event(CmId* id, rdma_cm_event_type type, const rdma_ud_param& ud);
+
 // Sends the MAD to the id's peer and keeps it for resending.
 int send_to_peer(CmId* id, const uint8_t (&mad)[wire::cm::kMadBytes], bool expect_answer);
 

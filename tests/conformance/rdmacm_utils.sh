@@ -44,6 +44,10 @@
 #   riostream          riostream -T v (riomap, riowrite into the peer's
 #                      window, data checked), then -T a -T v (rpoll) and
 #                      -T b -T v (blocking)
+#   mckey              mckey -m <group> -b <loopback>: a server of two ids
+#                      joined to the group each receives the 10 datagrams a
+#                      sender sends to it (IPv4 239.1.2.3, then IPv6 ff0e::);
+#                      the MGID printed is the kernel's IPoIB one
 set -euo pipefail
 libdir=$1
 scenario=$2
@@ -188,6 +192,30 @@ case $scenario in
     grep -q 'return status 0' "$slog" || fail "udaddy server: $(cat "$slog")"
     echo "udaddy: 2 SIDR resolutions, datagrams both ways: return status 0"
     rm -f "$slog" "$clog"
+    ;;
+  mckey)
+    # mckey's receiver counts completions until it has -C of them: a member
+    # not in the group never finishes (the timeout fails it).
+    for case in "239.1.2.3 127.0.0.1 ff12:4001:ffff::f01:203" "ff0e::5:6 ::1 ff12:6001:ffff::5:6"; do
+      read -r group local mgid <<<"$case"
+      slog=$(mktemp) clog=$(mktemp)
+      timeout 30 stdbuf -oL mckey -m "$group" -b "$local" -c 2 -C 10 >"$slog" 2>&1 &
+      spid=$!
+      pids+=("$spid")
+      for _ in $(seq 200); do
+        [ "$(grep -c '^mckey: joined' "$slog")" -ge 2 ] && break
+        kill -0 "$spid" 2>/dev/null || break
+        sleep 0.05
+      done
+      [ "$(grep -c "^mckey: joined dgid: $mgid mlid 0x[c-f]" "$slog")" -eq 2 ] || fail "mckey server: $(cat "$slog")"
+      timeout 30 mckey -m "$group" -b "$local" -s -C 10 >"$clog" 2>&1 || fail "mckey sender (rc $?): $(cat "$clog")"
+      grep -q 'data transfers complete' "$clog" || fail "mckey sender: $(cat "$clog")"
+      wait "$spid" || fail "mckey server (rc $?): $(cat "$slog")"
+      grep -q 'data transfers complete' "$slog" || fail "mckey server: $(cat "$slog")"
+      grep -q 'return status 0' "$slog" || fail "mckey server: $(cat "$slog")"
+      echo "mckey $group: 2 members received the sender's 10 datagrams (MGID $mgid)"
+      rm -f "$slog" "$clog"
+    done
     ;;
   rdma_server-client)
     slog=$(mktemp) clog=$(mktemp)

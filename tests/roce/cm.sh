@@ -22,6 +22,10 @@
 #   peer-exits a client (tests/cm/exit_connected, the 3rd argument) exits
 #              while connected to an rping server on the other host: the
 #              server gets DISCONNECTED at once (the DREQ sent at exit)
+#   mckey      mckey -m 239.1.2.3: a server in A of two ids joined to the
+#              group (the IPv4-mapped MGID ::ffff:239.1.2.3, an IP group
+#              on the veth) each receives the 10 datagrams a sender in B
+#              sends to it; mckey-v6 likewise with ff0e::5:6 on IPv6 ports
 #   no-listener  a client to a port nobody listens on in the other
 #              namespace: RDMA_CM_EVENT_REJECTED (status 8), promptly
 #   rspreload  a plain TCP echo program (tests/cm/socket_echo.cc, the 3rd
@@ -105,7 +109,38 @@ pair() {
   echo "$name over softverbs_roce0, $ADDR_B -> $ADDR_A: passed"
 }
 
+# mckey_pair <group> <address of A> <address of B> <MGID printed>: the
+# server's two ids must join before the sender sends; its receive loop
+# counts completions until it has all 10 (a member the datagrams miss never
+# finishes: the timeout fails it).
+mckey_pair() {
+  local group=$1 local_a=$2 local_b=$3 mgid=$4
+  spawn in_a env "${env_a[@]}" timeout 30 stdbuf -oL mckey -m "$group" -b "$local_a" -c 2 -C 10 > "$work/server.out" 2>&1
+  local server=${NETNS_PIDS[-1]}
+  for _ in $(seq 200); do
+    [ "$(grep -c '^mckey: joined' "$work/server.out")" -ge 2 ] && break
+    kill -0 "$server" 2>/dev/null || break
+    sleep 0.05
+  done
+  [ "$(grep -c "^mckey: joined dgid: $mgid mlid 0x0 " "$work/server.out")" -eq 2 ] || fail "mckey server: $(cat "$work/server.out")"
+  in_b env "${env_b[@]}" timeout 30 mckey -m "$group" -b "$local_b" -s -C 10 > "$work/client.out" 2>&1 ||
+    fail "mckey sender: $(cat "$work/client.out")"
+  grep -q 'data transfers complete' "$work/client.out" || fail "mckey sender: $(cat "$work/client.out")"
+  wait "$server" || fail "mckey server: $(cat "$work/server.out")"
+  grep -q 'data transfers complete' "$work/server.out" || fail "mckey server: $(cat "$work/server.out")"
+  grep -q 'return status 0' "$work/server.out" || fail "mckey server: $(cat "$work/server.out")"
+  echo "mckey $group over softverbs_roce0, $local_b -> $local_a: 2 members received 10 datagrams (MGID $mgid)"
+}
+
 case $scenario in
+  mckey)
+    mckey_pair 239.1.2.3 "$ADDR_A" "$ADDR_B" ::ffff:239.1.2.3
+    ;;
+  mckey-v6)
+    env_a=(LD_LIBRARY_PATH="$lib" SOFTVERBS_ROCE_ADDR="$ADDR6_A" SOFTVERBS_DEVICE_PATH=/dev/shm/softverbs-itest-cm-$$-a)
+    env_b=(LD_LIBRARY_PATH="$lib" SOFTVERBS_ROCE_ADDR="$ADDR6_B" SOFTVERBS_DEVICE_PATH=/dev/shm/softverbs-itest-cm-$$-b)
+    mckey_pair ff0e::5:6 "$ADDR6_A" "$ADDR6_B" ff0e::5:6
+    ;;
   shared-address)
     spawn in_a env "${env_a[@]}" timeout 60 rping -s -a "$ADDR_A" -p 7001 -C 3 -v > "$work/s1.out" 2>&1
     s1=${NETNS_PIDS[-1]}

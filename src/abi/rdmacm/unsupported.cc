@@ -1,9 +1,7 @@
-// Functions of librdmacm.so.1 that softverbs does not offer yet, failing the
-// documented way: -1 (or NULL) with errno set, and a debug log line naming
-// the function. They must exist: every consumer binds them at load
-// (BIND_NOW), and a program that never calls them must run.
-//
-//   - multicast joins: EOPNOTSUPP, softverbs' CM has no SA to join through.
+// How a librdmacm.so.1 call that softverbs does not carry out fails: -1 (or
+// NULL) with errno set, and a debug log line naming the function. Every
+// exported function exists (consumers bind them all at load, BIND_NOW);
+// those that refuse part of their input call this.
 #include <rdma/rdma_cma.h>
 #include <rdma/rdma_verbs.h>
 
@@ -22,10 +20,4 @@ int unsupported(const char* fn, int err) {
 
 }  // namespace softverbs::rdmacm_abi
 
-using softverbs::rdmacm_abi::unsupported;
 
-SV_EXPORT int rdma_join_multicast(rdma_cm_id*, sockaddr*, void*) { return unsupported(__func__, EOPNOTSUPP); }
-SV_EXPORT int rdma_join_multicast_ex(rdma_cm_id*, rdma_cm_join_mc_attr_ex*, void*) {
-  return unsupported(__func__, EOPNOTSUPP);
-}
-SV_EXPORT int rdma_leave_multicast(rdma_cm_id*, sockaddr*) { return unsupported(__func__, EOPNOTSUPP); }

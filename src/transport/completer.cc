@@ -152,7 +152,7 @@ void on_ack_timeout(SendSide& s) {
 // ACK timer's deadline as it is, so a dead peer still fails the WQE after
 // retry_cnt timeouts.
 constexpr uint8_t kMaxProbes = 2;
-constexpr uint64_t kProbeFloorNs = 500'000;
+constexpr uint64_t kProbeFloorNs = 1'000'000;
 
 // The probe time from the QP's round trip; 0: no probe (never measured, or
 // too close to the ACK timer to be worth one).

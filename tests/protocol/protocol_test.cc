@@ -445,7 +445,7 @@ TEST_F(ProtocolTest, RetryExhaustionAfterRetryCntTimeouts) {
 }
 
 // Tail-loss probes (completer.cc). A packet link has measured a round trip
-// of 1 us, so the probe time is its floor (500 us), against a local ACK
+// of 1 us, so the probe time is its floor (1 ms), against a local ACK
 // timeout of 67 ms (timeout 14): a test that recovers in under 30 ms did so
 // by a probe, not by the timer.
 class TailProbeTest : public ProtocolTest {
@@ -545,7 +545,7 @@ TEST_F(TailProbeTest, SecondProbeGoesBackWhenTheNakIsLost) {
 // A dead peer: probes are bounded (two per ACK timeout) and spend no retry,
 // so the WQE still fails after exactly retry_cnt timeouts (IBA C9-140).
 TEST_F(TailProbeTest, DeadPeerStillEndsInRetryExceededAfterRetryCntTimeouts) {
-  side_.conn.timeout = 9;  // 2.1 ms: room for probes at 500 us
+  side_.conn.timeout = 10;  // 4.2 ms: room for probes at 1 ms
   side_.conn.retry_cnt = 2;
   side_.completer.retries_left = 2;
   link_->set_script([](const PacketInfo& p) {

@@ -147,7 +147,8 @@ void on_ack_timeout(SendSide& s) {
 //      9.7.5.1.5), or answers a sequence NAK if earlier packets are
 //      missing, which starts go-back-N (it sends one NAK per gap, so a lost
 //      NAK leaves this probe unanswered);
-//   2. go-back-N from the oldest unanswered PSN, as the timer would.
+//   2. twice the probe time later, go-back-N from the oldest unanswered
+//      PSN, as the timer would.
 // A probe is not a retry (IBA C9-140): it spends no retry_cnt and leaves the
 // ACK timer's deadline as it is, so a dead peer still fails the WQE after
 // retry_cnt timeouts.
@@ -192,7 +193,10 @@ void on_probe_time(SendSide& s, uint64_t now) {
     return;
   }
   send_probe(s);
-  c.probe_at = c.probes < kMaxProbes ? now + t : 0;
+  // Backing off: an answer slower than the round trip's spread (a receiver
+  // descheduled on a loaded host) is likelier than a lost probe, and the
+  // second probe resends everything outstanding.
+  c.probe_at = c.probes < kMaxProbes ? now + (t << c.probes) : 0;
 }
 
 constexpr uint64_t kStray = ~0ull;     // answers nothing outstanding: dropped

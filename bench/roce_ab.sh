@@ -12,7 +12,8 @@
 # 1048576"), ITERS64 (10000), ITERS1M (640), PTARGS (more perftest options,
 # e.g. "-u 8"), NOTCP=1, BUILD (build: its
 # bin/sv_bench_tcp_bw), STALLS=1 (both sides log at info; each run then
-# counts the requester's local ACK timeouts and tail-loss probes).
+# counts the requester's local ACK timeouts and tail-loss probes), KEEP=PREFIX
+# (keeps each run's perftest output as PREFIX.ROUND.client/.server).
 set -u
 here=$(cd "$(dirname "$0")" && pwd)
 [ $# -ge 2 ] || { echo "usage: $0 ROUNDS LIBDIR..." >&2; exit 2; }

@@ -198,6 +198,11 @@ struct QpCounters {
   std::atomic<uint64_t> port_xmit_bytes;
   std::atomic<uint64_t> port_rcv_packets;
   std::atomic<uint64_t> port_rcv_bytes;
+  // Requester side again, in what was the line's padding (the layout is
+  // unchanged): local ACK timeouts that expired, and tail-loss probes sent
+  // (packet links: completer.cc).
+  std::atomic<uint64_t> ack_timeouts;
+  std::atomic<uint64_t> tail_probes;
   // Responder side.
   alignas(64) std::atomic<uint64_t> received_packets;  // requests that reached the responder
   std::atomic<uint64_t> received_messages;
@@ -206,6 +211,9 @@ struct QpCounters {
   std::atomic<uint64_t> duplicate_requests;
   std::atomic<uint64_t> out_of_sequence;
 };
+
+static_assert(offsetof(QpCounters, received_packets) == 128 && sizeof(QpCounters) == 192,
+              "QpCounters keeps its layout (segment version)");
 
 // Adds to a counter that has one writer at a time (QpCounters): a load and a
 // store rather than a locked add, which would first wait for every store

@@ -8,6 +8,7 @@
 #include "transport/local_sges.h"
 #include "transport/nak_table.h"
 #include "transport/requester.h"
+#include "transport/round_trip.h"
 #include "transport/wr_opcode_table.h"
 #include "util/log.h"
 #include "util/time.h"
@@ -38,8 +39,8 @@ void schedule(SendSide& s, uint64_t deadline) {
 }
 
 // Sends again from WQE `index`, PSN `psn` inside it; what it had received of
-// READ responses before `psn` stays.
-void go_back(SendSide& s, uint64_t index, uint32_t psn) {
+// READ responses before `psn` stays. Not counted: a probe uses it too.
+void resend_from(SendSide& s, uint64_t index, uint32_t psn) {
   for (uint64_t i = index; i < s.sq.next; ++i) {
     SendWqe& w = s.sq.at(i);
     if (i == index && reads_remote(w.opcode)) {
@@ -52,7 +53,19 @@ void go_back(SendSide& s, uint64_t index, uint32_t psn) {
   s.sq.next = index;
   s.requester.resume_index = index;
   s.requester.resume_psn = psn;
+  rtt_abandon_sample(s);
+}
+
+// Go-back-N (IBA 9.7.5.2.1): a retry from WQE `index`, PSN `psn`.
+void go_back(SendSide& s, uint64_t index, uint32_t psn) {
+  resend_from(s, index, psn);
   s.qp.shared->counters.retries.fetch_add(1, std::memory_order_relaxed);
+}
+
+// The first PSN the oldest outstanding request still lacks an answer for.
+uint32_t oldest_unanswered_psn(const SendSide& s) {
+  const SendWqe& w = s.sq.at(s.sq.done);
+  return wire::psn_add(Psn(w.psn), reads_remote(w.opcode) ? w.responses : 0).value();
 }
 
 // IBA C9-140: retry_cnt retries, then the WQE fails. Whether one was left.
@@ -104,6 +117,7 @@ void on_rnr_nak(SendSide& s, uint64_t index, uint32_t psn, uint8_t rnr_timer) {
     --c.rnr_left;
   }
   go_back(s, index, psn);
+  c.probe_at = 0;
   // Nothing is sent before the delay is over; nothing after `index` is out.
   c.deadline = now_ns() + std::max<uint64_t>(1, rnr_timer_ns(rnr_timer));
   c.rnr_wait = true;
@@ -113,11 +127,76 @@ void on_rnr_nak(SendSide& s, uint64_t index, uint32_t psn, uint8_t rnr_timer) {
 // The ACK timer of the oldest request expired: resend from what it lacks.
 void on_ack_timeout(SendSide& s) {
   s.completer.deadline = 0;
+  s.completer.probe_at = 0;
   if (s.sq.done == s.sq.next) return;
+  s.qp.shared->counters.ack_timeouts.fetch_add(1, std::memory_order_relaxed);
+  // Rare and costly (a whole timeout of waiting): worth a line at info.
+  SV_LOG(kInfo, "QP %#x: local ACK timeout at PSN %#x, %u retries left", s.qp.qpn, s.sq.at(s.sq.done).psn,
+         s.completer.retries_left);
   if (!spend_retry(s, s.sq.done)) return;
-  SendWqe& w = s.sq.at(s.sq.done);
-  const uint32_t from = reads_remote(w.opcode) ? w.responses : 0;
-  go_back(s, s.sq.done, wire::psn_add(Psn(w.psn), from).value());
+  go_back(s, s.sq.done, oldest_unanswered_psn(s));
+}
+
+// Tail-loss probe (packet links). When the last packets of a burst, or
+// their ACK, are lost, no later packet draws a sequence NAK (IBA 9.7.5.2.1)
+// and only the local ACK timer would recover them. A probe time after the
+// last progress or send — a few measured round trips, well inside that
+// timer — the requester sends again, at most kMaxProbes times per arming:
+//   1. the last packet sent: the responder takes it if it is the one
+//      missing, re-ACKs it as a duplicate if only the ACK was lost (IBA
+//      9.7.5.1.5), or answers a sequence NAK if earlier packets are
+//      missing, which starts go-back-N (it sends one NAK per gap, so a lost
+//      NAK leaves this probe unanswered);
+//   2. twice the probe time later, go-back-N from the oldest unanswered
+//      PSN, as the timer would.
+// A probe is not a retry (IBA C9-140): it spends no retry_cnt and leaves the
+// ACK timer's deadline as it is, so a dead peer still fails the WQE after
+// retry_cnt timeouts.
+constexpr uint8_t kMaxProbes = 2;
+constexpr uint64_t kProbeFloorNs = 1'000'000;
+
+// The probe time from the QP's round trip; 0: no probe (never measured, or
+// too close to the ACK timer to be worth one).
+uint64_t probe_time_ns(const SendSide& s) {
+  const RoundTrip& r = s.completer.rtt;
+  if (r.srtt_ns == 0) return 0;
+  const uint64_t t = std::max<uint64_t>({2ull * r.srtt_ns, uint64_t{r.srtt_ns} + 4ull * r.rttvar_ns, kProbeFloorNs});
+  const uint64_t ack = local_ack_timeout_ns(s.conn.timeout);
+  return ack != kForever && 4 * t > ack ? 0 : t;
+}
+
+void send_probe(SendSide& s) {
+  CompleterState& c = s.completer;
+  s.qp.shared->counters.tail_probes.fetch_add(1, std::memory_order_relaxed);
+  SV_LOG(kInfo, "QP %#x: tail-loss probe %u (srtt %u us)", s.qp.qpn, c.probes + 1u, c.rtt.srtt_ns / 1000);
+  if (c.probes++ == 0) {
+    const uint64_t index = s.sq.next - 1;
+    const SendWqe& w = s.sq.at(index);
+    // A READ or atomic asks again for what it lacks.
+    const uint32_t from = reads_remote(w.opcode) ? w.responses : w.packets - 1;
+    if (from < w.packets) return resend_from(s, index, wire::psn_add(Psn(w.psn), from).value());
+  }
+  resend_from(s, s.sq.done, oldest_unanswered_psn(s));
+}
+
+// The probe time came: sends one, unless requests left since (its time
+// counts from the last send) or none may be sent any more.
+void on_probe_time(SendSide& s, uint64_t now) {
+  CompleterState& c = s.completer;
+  const uint64_t t = probe_time_ns(s);
+  if (t == 0 || s.sq.done == s.sq.next || c.rnr_wait) {
+    c.probe_at = 0;
+    return;
+  }
+  if (c.rtt.last_sent_ns + t > now) {
+    c.probe_at = c.rtt.last_sent_ns + t;
+    return;
+  }
+  send_probe(s);
+  // Backing off: an answer slower than the round trip's spread (a receiver
+  // descheduled on a loaded host) is likelier than a lost probe, and the
+  // second probe resends everything outstanding.
+  c.probe_at = c.probes < kMaxProbes ? now + (t << c.probes) : 0;
 }
 
 constexpr uint64_t kStray = ~0ull;     // answers nothing outstanding: dropped
@@ -184,7 +263,18 @@ void arm_ack_timer(SendSide& s) {
   CompleterState& c = s.completer;
   const uint64_t t = local_ack_timeout_ns(s.conn.timeout);
   if (t == kForever) return;  // timeout 0: wait forever
-  c.deadline = now_ns() + t;
+  const uint64_t now = now_ns();
+  c.deadline = now + t;
+  c.probes = 0;
+  c.probe_at = 0;
+  if (c.rtt.srtt_ns != 0) [[unlikely]] {  // a packet link's QP
+    const uint64_t p = probe_time_ns(s);
+    if (p != 0) {
+      c.probe_at = now + p;
+      schedule(s, c.probe_at);
+      return;
+    }
+  }
   schedule(s, c.deadline);
 }
 
@@ -195,6 +285,7 @@ void flush_send_queue(SendSide& s) {
   }
   s.sq.next = s.sq.done;
   s.completer.deadline = 0;
+  s.completer.probe_at = 0;
   s.completer.rnr_wait = false;
   s.completer.notify_drained = false;
   s.requester.resume_index = ~0ull;
@@ -354,8 +445,14 @@ void on_timer(SendSide& s) {
       on_ack_timeout(s);
     }
     progress(s);
+  } else if (c.probe_at != 0 && now >= c.probe_at) {
+    const uint64_t next = s.sq.next;
+    on_probe_time(s, now);
+    if (s.sq.next != next) progress(s);
   }
-  if (c.deadline != 0) schedule(s, c.deadline);  // still ahead: its call
+  // Still ahead: their call.
+  if (c.probe_at != 0 && c.deadline != 0) schedule(s, std::min(c.probe_at, c.deadline));
+  else if (c.deadline != 0) schedule(s, c.deadline);
   note_drained(s);
 }
 

@@ -75,6 +75,18 @@ struct RequesterState {
 };
 static_assert(sizeof(RequesterState) == 24);
 
+// A packet link's round-trip estimate (transport/round_trip.h); all 0 on
+// the host link.
+struct RoundTrip {
+  uint32_t srtt_ns = 0;  // smoothed; 0: never measured, so no tail-loss probe
+  uint32_t rttvar_ns = 0;
+  uint64_t sample_sent_ns = 0;  // the sample running; 0: none
+  uint32_t sample_psn = 0;
+  uint32_t sent_high = 0;  // the highest PSN sent so far
+  bool sent_any = false;
+  uint64_t last_sent_ns = 0;  // when requests last left
+};
+
 // The completer's retry state and the QP's one deadline.
 struct CompleterState {
   uint32_t retries_left = 0;  // reloaded from retry_cnt whenever progress is made
@@ -88,6 +100,12 @@ struct CompleterState {
   // SQD was asked for with en_sqd_async_notify while requests were out:
   // IBV_EVENT_SQ_DRAINED when the last is answered.
   bool notify_drained = false;
+  // Tail-loss probe (completer.cc, packet links only): when to send the
+  // next one while the ACK timer runs (0: none), and how many were sent
+  // since it was last armed.
+  uint64_t probe_at = 0;
+  uint8_t probes = 0;
+  RoundTrip rtt;
 };
 
 // Where the last WRITE placed at post landed, as a guess for the next one

@@ -20,6 +20,7 @@
 #include "transport/send_side.h"
 #include "transport/testing/hand_built.h"
 #include "transport/vl.h"
+#include "util/time.h"
 #include "wire/opcode.h"
 #include "wire/packet.h"
 
@@ -438,7 +439,142 @@ TEST_F(ProtocolTest, RetryExhaustionAfterRetryCntTimeouts) {
   EXPECT_EQ(c[0].status, IBV_WC_RETRY_EXC_ERR);
   EXPECT_EQ(c[1].status, IBV_WC_WR_FLUSH_ERR);
   EXPECT_EQ(counters_a().retry_exceeded.load(), 1u);
+  EXPECT_EQ(counters_a().ack_timeouts.load(), 3u);
+  EXPECT_EQ(counters_a().tail_probes.load(), 0u);  // never measured a round trip: no probe
   EXPECT_EQ(link_->sent(Direction::kRequest).size(), 6u);  // both, three times
+}
+
+// Tail-loss probes (completer.cc). A packet link has measured a round trip
+// of 1 us, so the probe time is its floor (1 ms), against a local ACK
+// timeout of 67 ms (timeout 14): a test that recovers in under 30 ms did so
+// by a probe, not by the timer.
+class TailProbeTest : public ProtocolTest {
+ protected:
+  void SetUp() override {
+    ProtocolTest::SetUp();
+    side_.conn.timeout = 14;
+    side_.completer.rtt.srtt_ns = 1000;
+  }
+  // Runs the link; the milliseconds it took.
+  double run_ms() {
+    const uint64_t t0 = now_ns();
+    link_->run();
+    return static_cast<double>(now_ns() - t0) / 1e6;
+  }
+};
+
+// The last packet of a burst lost: no later packet draws a NAK; the probe
+// resends it alone.
+TEST_F(TailProbeTest, LostLastPacketIsResentByTheProbe) {
+  fill_a(0, 1000);
+  link_->set_script([](const PacketInfo& p) {
+    return p.direction == Direction::kRequest && p.seq == 3 ? Fate::kLose : Fate::kDeliver;
+  });
+  post(IBV_WR_RDMA_WRITE, 0, 1000, 100);
+  EXPECT_LT(run_ms(), 30.0);
+  const std::vector<shm::Cqe> c = completions();
+  ASSERT_EQ(c.size(), 1u);
+  EXPECT_EQ(c[0].status, IBV_WC_SUCCESS);
+  EXPECT_TRUE(same(mem_b_, 100, mem_a_, 0, 1000));
+  EXPECT_EQ(counters_a().tail_probes.load(), 1u);
+  EXPECT_EQ(counters_a().ack_timeouts.load(), 0u);
+  EXPECT_EQ(counters_a().retries.load(), 0u);
+  EXPECT_EQ(side_.completer.retries_left, 7u);  // a probe is not a retry
+  const auto& sent = link_->sent(Direction::kRequest);
+  ASSERT_EQ(sent.size(), 5u);
+  EXPECT_EQ(wire::PacketView::parse(sent[4], 4096).bth().psn.value(), psn(3));
+}
+
+// Only the ACK lost: the probe is a duplicate, which the responder re-ACKs
+// (IBA 9.7.5.1.5) without writing again.
+TEST_F(TailProbeTest, LostAckIsAnsweredAgainForTheProbe) {
+  fill_a(0, 1000);
+  link_->set_script([](const PacketInfo& p) {
+    return p.direction == Direction::kResponse && p.seq == 0 ? Fate::kLose : Fate::kDeliver;
+  });
+  post(IBV_WR_RDMA_WRITE, 0, 1000, 100);
+  EXPECT_LT(run_ms(), 30.0);
+  const std::vector<shm::Cqe> c = completions();
+  ASSERT_EQ(c.size(), 1u);
+  EXPECT_EQ(c[0].status, IBV_WC_SUCCESS);
+  EXPECT_EQ(counters_a().tail_probes.load(), 1u);
+  EXPECT_EQ(counters_a().ack_timeouts.load(), 0u);
+  EXPECT_EQ(counters_b().duplicate_requests.load(), 1u);
+  EXPECT_EQ(link_->sent(Direction::kRequest).size(), 5u);
+}
+
+// The last two packets lost: the probe (the last) is ahead of the expected
+// PSN and draws the sequence NAK that starts go-back-N (IBA 9.7.5.2.1).
+TEST_F(TailProbeTest, ProbeAheadOfTheGapDrawsTheSequenceNak) {
+  fill_a(0, 1000);
+  link_->set_script([](const PacketInfo& p) {
+    return p.direction == Direction::kRequest && (p.seq == 2 || p.seq == 3) ? Fate::kLose : Fate::kDeliver;
+  });
+  post(IBV_WR_RDMA_WRITE, 0, 1000, 100);
+  EXPECT_LT(run_ms(), 30.0);
+  const std::vector<shm::Cqe> c = completions();
+  ASSERT_EQ(c.size(), 1u);
+  EXPECT_EQ(c[0].status, IBV_WC_SUCCESS);
+  EXPECT_TRUE(same(mem_b_, 100, mem_a_, 0, 1000));
+  EXPECT_EQ(counters_a().tail_probes.load(), 1u);
+  EXPECT_EQ(counters_a().sequence_naks_received.load(), 1u);
+  EXPECT_EQ(counters_a().ack_timeouts.load(), 0u);
+  // 4 sent, the probe (3), then 2 and 3 again from the NAK.
+  EXPECT_EQ(link_->sent(Direction::kRequest).size(), 7u);
+}
+
+// The NAK for the gap lost: the responder sends one per gap, so the first
+// probe goes unanswered; the second goes back to the oldest unanswered PSN.
+TEST_F(TailProbeTest, SecondProbeGoesBackWhenTheNakIsLost) {
+  fill_a(0, 1000);
+  link_->set_script([](const PacketInfo& p) {
+    if (p.direction == Direction::kRequest) return p.seq == 1 ? Fate::kLose : Fate::kDeliver;
+    return p.seq == 0 ? Fate::kLose : Fate::kDeliver;  // the NAK
+  });
+  post(IBV_WR_RDMA_WRITE, 0, 1000, 100);
+  EXPECT_LT(run_ms(), 30.0);
+  const std::vector<shm::Cqe> c = completions();
+  ASSERT_EQ(c.size(), 1u);
+  EXPECT_EQ(c[0].status, IBV_WC_SUCCESS);
+  EXPECT_TRUE(same(mem_b_, 100, mem_a_, 0, 1000));
+  EXPECT_EQ(counters_a().tail_probes.load(), 2u);
+  EXPECT_EQ(counters_a().ack_timeouts.load(), 0u);
+  EXPECT_EQ(side_.completer.retries_left, 7u);
+}
+
+// A dead peer: probes are bounded (two per ACK timeout) and spend no retry,
+// so the WQE still fails after exactly retry_cnt timeouts (IBA C9-140).
+TEST_F(TailProbeTest, DeadPeerStillEndsInRetryExceededAfterRetryCntTimeouts) {
+  side_.conn.timeout = 10;  // 4.2 ms: room for probes at 1 ms
+  side_.conn.retry_cnt = 2;
+  side_.completer.retries_left = 2;
+  link_->set_script([](const PacketInfo& p) {
+    return p.direction == Direction::kRequest ? Fate::kLose : Fate::kDeliver;
+  });
+  post(IBV_WR_RDMA_WRITE, 0, 64, 0);
+  link_->run(64);
+  const std::vector<shm::Cqe> c = completions();
+  ASSERT_EQ(c.size(), 1u);
+  EXPECT_EQ(c[0].status, IBV_WC_RETRY_EXC_ERR);
+  EXPECT_EQ(counters_a().ack_timeouts.load(), 3u);
+  EXPECT_EQ(counters_a().retry_exceeded.load(), 1u);
+  EXPECT_GE(counters_a().tail_probes.load(), 3u);
+  EXPECT_LE(counters_a().tail_probes.load(), 6u);
+  EXPECT_EQ(link_->sent(Direction::kRequest).size(), 3u + counters_a().tail_probes.load());
+}
+
+// The host link measures no round trip: its QPs never probe, however long
+// the timer.
+TEST_F(ProtocolTest, NoProbeWithoutAMeasuredRoundTrip) {
+  side_.conn.timeout = 9;
+  link_->set_script([](const PacketInfo& p) {
+    return p.direction == Direction::kRequest && p.seq == 0 ? Fate::kLose : Fate::kDeliver;
+  });
+  post(IBV_WR_RDMA_WRITE, 0, 64, 0);
+  link_->run();
+  ASSERT_EQ(completions().size(), 1u);
+  EXPECT_EQ(counters_a().tail_probes.load(), 0u);
+  EXPECT_EQ(counters_a().ack_timeouts.load(), 1u);
 }
 
 // IBA 7.6.6: an SL the port maps to VL15 is discarded before it leaves

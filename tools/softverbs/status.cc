@@ -160,7 +160,9 @@ json snapshot(shm::Segment& seg) {
                      {"remote_errors", k.remote_errors.load()},
                      {"duplicate_requests", k.duplicate_requests.load()},
                      {"out_of_sequence", k.out_of_sequence.load()},
-                     {"sequence_naks_received", k.sequence_naks_received.load()}}}});
+                     {"sequence_naks_received", k.sequence_naks_received.load()},
+                     {"ack_timeouts", k.ack_timeouts.load()},
+                     {"tail_probes", k.tail_probes.load()}}}});
   }
   j["qps"] = qps;
   uint32_t cqs = 0, mrs = 0, mapped = 0, windows = 0;

@@ -176,6 +176,8 @@ Status UdpFabric::start(DeviceHost& host, const std::vector<wire::Gid>& gids, ui
   // setting; A/B measurements).
   if (const char* gso = std::getenv("SOFTVERBS_ROCE_GSO"); gso != nullptr && std::strcmp(gso, "0") == 0)
     gso_.store(false, std::memory_order_relaxed);
+  if (const char* tlp = std::getenv("SOFTVERBS_ROCE_TLP"); tlp != nullptr && std::strcmp(tlp, "0") == 0)
+    tail_probe_ = false;
   for (const int rx : rx_fds)
     if (rx >= 0) enable_gro(rx);
   receivers_ = std::make_unique<Receiver[]>(eps.size());

@@ -159,6 +159,9 @@ class UdpFabric final : public transport::Link {
   // Runs of equal-sized packets leave as GSO datagrams: until the kernel
   // refuses one, or SOFTVERBS_ROCE_GSO=0.
   std::atomic<bool> gso_{true};
+  // Whether QPs measure their round trip, which turns their tail-loss
+  // probes on (transport/round_trip.h); SOFTVERBS_ROCE_TLP=0 turns them off.
+  bool tail_probe_ = true;
   std::unique_ptr<FaultLink> faults_;  // SOFTVERBS_FAULTS only
   Forwarder forwarder_;
 };

@@ -4,7 +4,9 @@
 
 #include "fabric/fabrics.h"
 #include "fabric/udp/udp_fabric.h"
+#include "transport/qp_types.h"
 #include "transport/request_packets.h"
+#include "transport/round_trip.h"
 #include "transport/wr_opcode_table.h"
 #include "wire/psn.h"
 
@@ -61,6 +63,8 @@ ibv_wc_status UdpFabric::transmit(transport::SendSide& s, transport::SendWqe& w,
     if (++queued == kBatch) flush();
   }
   if (queued > 0) flush();
+  if (transport::reliable_qp(s.qp.qp_type))
+    transport::rtt_note_sent(s, wire::psn_add(wire::Psn(w.psn), static_cast<int32_t>(w.packets) - 1).value());
   return IBV_WC_SUCCESS;
 }
 

@@ -9,6 +9,7 @@
 #include "transport/completer.h"
 #include "transport/requester.h"
 #include "transport/response_packets.h"
+#include "transport/round_trip.h"
 #include "wire/ud_grh.h"
 
 namespace softverbs::fabric::udp {
@@ -114,12 +115,14 @@ namespace {
 struct ResponseArgs {
   const wire::PacketView* v;
   const wire::Gid* from;
+  bool time_it;  // the fabric's tail-loss probes are on
 };
 
 void deliver_response(transport::SendSide& s, void* arg) {
   const auto* a = static_cast<ResponseArgs*>(arg);
   // A connected QP takes answers only from its peer's address (the BTH names no source QP).
   if (!s.conn.ah.is_global || std::memcmp(s.conn.ah.grh.dgid.raw, a->from->data(), 16) != 0) return;
+  if (a->time_it) transport::rtt_note_answer(s, a->v->bth().psn.value());
   transport::on_response_packet(s, *a->v);
   transport::progress(s);
 }
@@ -127,7 +130,7 @@ void deliver_response(transport::SendSide& s, void* arg) {
 }  // namespace
 
 void UdpFabric::on_response(const Peer& from, uint32_t slot, const wire::PacketView& v) {
-  ResponseArgs args{&v, &from.gid};
+  ResponseArgs args{&v, &from.gid, tail_probe_};
   if (!host_->with_send_side(slot, v.bth().dest_qp, deliver_response, &args))
     host_->notifier().port_counters().unknown_qp_packets.fetch_add(1, std::memory_order_relaxed);
 }

@@ -259,6 +259,20 @@ uint32_t reads_in_flight(const SendSide& s) {
   return n;
 }
 
+// A probe pays on a burst, whose lost tail only the ACK timer would
+// otherwise recover. A message of a few packets at a time keeps the ACK
+// timer alone, as on hardware: arming a probe for each would wake the
+// service thread once per message whenever messages are further apart than
+// the probe time.
+namespace {
+constexpr uint32_t kMinProbePackets = 4;
+bool worth_a_probe(const SendSide& s) {
+  const SendWqe& oldest = s.sq.at(s.sq.done);
+  return oldest.packets >= kMinProbePackets ||
+         psn_diff(Psn(s.requester.next_psn), Psn(oldest.psn)) >= static_cast<int32_t>(kMinProbePackets);
+}
+}  // namespace
+
 void arm_ack_timer(SendSide& s) {
   CompleterState& c = s.completer;
   const uint64_t t = local_ack_timeout_ns(s.conn.timeout);
@@ -267,7 +281,7 @@ void arm_ack_timer(SendSide& s) {
   c.deadline = now + t;
   c.probes = 0;
   c.probe_at = 0;
-  if (c.rtt.srtt_ns != 0) [[unlikely]] {  // a packet link's QP
+  if (c.rtt.srtt_ns != 0 && s.sq.done != s.sq.next && worth_a_probe(s)) [[unlikely]] {  // a packet link's burst
     const uint64_t p = probe_time_ns(s);
     if (p != 0) {
       c.probe_at = now + p;

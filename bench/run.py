@@ -17,6 +17,7 @@ group it leads) when its run ends, on a timeout and on exit.
 """
 import argparse
 import atexit
+import glob
 import datetime
 import json
 import os
@@ -129,9 +130,12 @@ def run_pair(server, client, env_s=None, env_c=None, ns_s=None, ns_c=None, timeo
 
 
 def remove_segment(path):
-    """A device segment and the sysfs tree beside it (src/abi/ibverbs/sysfs_tree.h)."""
-    if os.path.exists(path):
-        os.unlink(path)
+    """A device segment and what the device keeps beside it: the sysfs tree
+    (src/abi/ibverbs/sysfs_tree.h), the CM's GSI table (.cm), the PMA's
+    baseline (.pma) and a topology's subnet state (.subnet-*)."""
+    for side in [path, path + ".cm", path + ".pma"] + glob.glob(glob.escape(path) + ".subnet-*"):
+        if os.path.exists(side):
+            os.unlink(side)
     shutil.rmtree(path + ".sysfs", ignore_errors=True)
 
 

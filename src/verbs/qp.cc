@@ -9,6 +9,7 @@
 #include "shm/limits.h"
 #include "shm/process_registry.h"
 #include "shm/rings.h"
+#include "shm/slot_reset.h"
 #include "transport/completer.h"
 #include "transport/mtu.h"
 #include "transport/requester.h"
@@ -53,7 +54,7 @@ Result<uint32_t> claim_qp_slot(shm::Segment& seg) {
     uint32_t gen = ((q.qpn >> kQpnGenShift) + 1) & kQpnGenMask;
     // IBA 10.5.2.5: QPN 0xFFFFFF is every multicast datagram's DestQP.
     if (((gen << kQpnGenShift) | slot) == 0xffffff) gen = 0;
-    new (&q) shm::SharedQp();
+    shm::reset_slot_after_state(q);
     q.qpn = (gen << kQpnGenShift) | slot;
     q.slot_state.store(static_cast<uint32_t>(shm::SlotState::kDead), std::memory_order_relaxed);
     q.dead_since_ns = ~0ull >> 1;  // reserved: a sweep must not free it

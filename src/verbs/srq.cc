@@ -7,6 +7,7 @@
 #include "shm/limits.h"
 #include "shm/process_registry.h"
 #include "shm/rings.h"
+#include "shm/slot_reset.h"
 #include "util/log.h"
 #include "util/time.h"
 #include "verbs/context.h"
@@ -31,7 +32,7 @@ Result<uint32_t> claim_srq_slot(shm::Segment& seg) {
     // and limit must not leak into this one. The XRC SRQ number keeps a
     // generation above the slot, so a stale number misses a new SRQ.
     const uint32_t gen = ((s.srqn >> kSrqnGenShift) + 1) & kSrqnGenMask;
-    new (&s) shm::SharedSrq();
+    shm::reset_slot_after_state(s);
     s.srqn = (gen << kSrqnGenShift) | i;
     s.dead_since_ns = ~0ull >> 1;  // reserved: a sweep must not free it
     s.slot_state.store(static_cast<uint32_t>(shm::SlotState::kDead), std::memory_order_release);

@@ -7,6 +7,7 @@
 #include <new>
 
 #include "shm/segment.h"
+#include "shm/slot_reset.h"
 #include "verbs/context.h"
 #include "verbs/device.h"
 
@@ -30,7 +31,7 @@ int claim_domain(shm::Segment& seg, uint64_t dev, uint64_t ino) {
   for (uint32_t i = 0; i < shm::kMaxXrcds; ++i) {
     shm::SharedXrcd& x = seg.xrcd(i);
     if (x.slot_state.load(std::memory_order_relaxed) == kLive) continue;
-    new (&x) shm::SharedXrcd();
+    shm::reset_slot_after_state(x);
     x.dev = dev;
     x.ino = ino;
     x.slot_state.store(kLive, std::memory_order_release);

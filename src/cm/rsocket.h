@@ -193,7 +193,10 @@ void drain_cq_events(Rsocket* rs);
 
 int create_ep(Rsocket* rs);
 void free_ep(Rsocket* rs);
-void format_conn_data(const Rsocket* rs, rsproto::ConnData* c);
+// The parameters of our REQ or REP: our connection data, encoded into
+// `wire` (which must outlive the connect or accept), and the flow control
+// and retry counts rsockets always ask for.
+rdma_conn_param conn_param(const Rsocket* rs, uint8_t (&wire)[rsproto::kConnDataLen]);
 bool save_conn_data(Rsocket* rs, const void* data, size_t len);
 
 // Datapath (rsocket_data.cc).

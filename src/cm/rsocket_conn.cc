@@ -54,16 +54,8 @@ void connect_failed(Rsocket* rs, int err) {
 // After ROUTE_RESOLVED: the QP, the buffers, and the REQ with our data.
 void send_req(Rsocket* rs) {
   if (create_ep(rs) != 0) return connect_failed(rs, errno);
-  rsproto::ConnData cd;
-  format_conn_data(rs, &cd);
   uint8_t pd[rsproto::kConnDataLen];
-  rsproto::encode(cd, pd);
-  rdma_conn_param param{};
-  param.private_data = pd;
-  param.private_data_len = sizeof pd;
-  param.flow_control = 1;
-  param.retry_count = 7;
-  param.rnr_retry_count = 7;
+  rdma_conn_param param = conn_param(rs, pd);
   if (connect(rs->id, &param) != 0) return connect_failed(rs, errno);
   rs->state = kRsConnecting;
 }
@@ -226,13 +218,22 @@ void free_ep(Rsocket* rs) {
   delete[] rs->rmsg;
 }
 
-void format_conn_data(const Rsocket* rs, rsproto::ConnData* c) {
-  c->version = rsproto::kVersion;
-  c->flags = rsproto::kFlagIomap | (__BYTE_ORDER == __BIG_ENDIAN ? rsproto::kFlagNet : 0);
-  c->credits = rs->rq_size;
-  c->iomap_scale = rsproto::value_to_scale(rs->target_iomap_size, 8);
-  c->target_sgl = {reinterpret_cast<uintptr_t>(rs->target_buf), rs->target_mr->rkey, uint32_t(rsproto::kSglSize)};
-  c->data_buf = {reinterpret_cast<uintptr_t>(rs->rbuf), rs->rmr->rkey, rs->rbuf_size >> 1};
+rdma_conn_param conn_param(const Rsocket* rs, uint8_t (&wire)[rsproto::kConnDataLen]) {
+  rsproto::ConnData c;
+  c.version = rsproto::kVersion;
+  c.flags = rsproto::kFlagIomap | (__BYTE_ORDER == __BIG_ENDIAN ? rsproto::kFlagNet : 0);
+  c.credits = rs->rq_size;
+  c.iomap_scale = rsproto::value_to_scale(rs->target_iomap_size, 8);
+  c.target_sgl = {reinterpret_cast<uintptr_t>(rs->target_buf), rs->target_mr->rkey, uint32_t(rsproto::kSglSize)};
+  c.data_buf = {reinterpret_cast<uintptr_t>(rs->rbuf), rs->rmr->rkey, rs->rbuf_size >> 1};
+  rsproto::encode(c, wire);
+  rdma_conn_param param{};
+  param.private_data = wire;
+  param.private_data_len = sizeof wire;
+  param.flow_control = 1;
+  param.retry_count = 7;
+  param.rnr_retry_count = 7;
+  return param;
 }
 
 bool save_conn_data(Rsocket* rs, const void* data, size_t len) {
@@ -416,16 +417,8 @@ int rs_accept(int s, sockaddr* addr, socklen_t* len) {
     std::unique_lock<std::mutex> nlk(rs->mu);
     bool good = migrate_id(cid, ch) == 0 && create_ep(rs) == 0 && save_conn_data(rs, req, sizeof req);
     if (good) {
-      rsproto::ConnData cd;
-      format_conn_data(rs, &cd);
       uint8_t rep[rsproto::kConnDataLen];
-      rsproto::encode(cd, rep);
-      rdma_conn_param param{};
-      param.private_data = rep;
-      param.private_data_len = sizeof rep;
-      param.flow_control = 1;
-      param.retry_count = 7;
-      param.rnr_retry_count = 7;
+      rdma_conn_param param = conn_param(rs, rep);
       good = accept(cid, &param) == 0;
     }
     if (!good || !insert(rs)) {

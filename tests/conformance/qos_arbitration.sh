@@ -37,12 +37,8 @@ for tool in ib_write_bw perfquery opensm; do
   command -v $tool >/dev/null || { echo "SKIP: $tool is not installed"; exit 77; }
 done
 
-run() {  # NAME CMD...: output in $work/NAME, exit status checked
-  local name=$1
-  shift
-  timeout 60 "$@" >"$work/$name" 2>&1 || { cat "$work/$name" >&2; fail "'$*' exited $?"; }
-}
-field() { awk -v n="$2" -F':' '{ k = $1; sub(/\.+$/, "", k) } k == n { v = $2; sub(/^\.+/, "", v); print v; exit }' "$1"; }
+run_timeout=60
+. "$(dirname "$0")/diag_output.sh"
 
 # opensm NAME LOW HIGH: one sweep that programs SL n -> VL n mod 8 and the lists.
 opensm_tables() {

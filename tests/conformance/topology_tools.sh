@@ -22,17 +22,8 @@ trap cleanup EXIT
 fail() { echo "FAIL: $scenario: $*" >&2; exit 1; }
 command -v smpquery >/dev/null || { echo "SKIP: infiniband-diags is not installed"; exit 77; }
 
-run() {
-  local name=$1
-  shift
-  timeout 30 "$@" >"$work/$name" 2>&1 || { cat "$work/$name" >&2; fail "'$*' exited $?"; }
-}
-field() { awk -v n="$2" -F':' '{ k = $1; sub(/\.+$/, "", k) } k == n { v = $2; sub(/^\.+/, "", v); print v; exit }' "$1"; }
-expect() {  # FILE NAME VALUE
-  local got
-  got=$(field "$1" "$2")
-  [ "$got" = "$3" ] || { cat "$1" >&2; fail "$2 is '$got', expected '$3'"; }
-}
+run_timeout=30
+. "$(dirname "$0")/diag_output.sh"
 
 cat >"$work/fabric.net" <<'EOF'
 # the device's CA first: its port 1 is softverbs0's port

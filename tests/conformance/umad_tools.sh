@@ -27,19 +27,7 @@ trap cleanup EXIT
 fail() { echo "FAIL: $scenario: $*" >&2; exit 1; }
 command -v ibstat >/dev/null || { echo "SKIP: infiniband-diags is not installed"; exit 77; }
 
-# run NAME CMD...: the tool's output in $work/NAME, its exit status checked.
-run() {
-  local name=$1
-  shift
-  timeout 20 "$@" >"$work/$name" 2>&1 || { cat "$work/$name" >&2; fail "'$*' exited $?"; }
-}
-# field FILE NAME: the value of smpquery's/perfquery's "Name:.....value" line.
-field() { awk -v n="$2" -F':' '{ k = $1; sub(/\.+$/, "", k) } k == n { v = $2; sub(/^\.+/, "", v); print v; exit }' "$1"; }
-expect() {  # FILE NAME VALUE
-  local got
-  got=$(field "$1" "$2")
-  [ "$got" = "$3" ] || { cat "$1" >&2; fail "$2 is '$got', expected '$3'"; }
-}
+. "$(dirname "$0")/diag_output.sh"
 
 # The port GUID and LID ibv_devinfo shows (GID 0 ends in the port GUID).
 devinfo() {

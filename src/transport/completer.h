@@ -39,15 +39,18 @@ inline void start_ack_timer(SendSide& side) {
   if (side.completer.deadline == 0 && side.sq.done != side.sq.next) arm_ack_timer(side);
 }
 
-// The completion of a send WQE.
-inline void post_send_cqe(SendSide& s, const SendWqe& w, ibv_wc_status status) {
+// The completion of a send WR.
+inline void post_send_cqe(SendSide& s, uint64_t wr_id, uint32_t opcode, uint64_t length, ibv_wc_status status) {
   shm::Cqe cqe{};
-  cqe.wr_id = w.wr_id;
+  cqe.wr_id = wr_id;
   cqe.status = static_cast<uint8_t>(status);
-  cqe.opcode = static_cast<uint8_t>(wr_opcode(w.opcode)->wc_opcode);
-  cqe.byte_len = static_cast<uint32_t>(w.length);
+  cqe.opcode = static_cast<uint8_t>(wr_opcode(opcode)->wc_opcode);
+  cqe.byte_len = static_cast<uint32_t>(length);
   cqe.qp_num = s.qp.qpn;
   post_cqe(*s.qp.seg, s.qp.send_cq, cqe, *s.qp.notifier);
+}
+inline void post_send_cqe(SendSide& s, const SendWqe& w, ibv_wc_status status) {
+  post_send_cqe(s, w.wr_id, w.opcode, w.length, status);
 }
 
 // `index` is side.sq.done. WQE `index` succeeded (UC and UD: once sent, IBA
@@ -72,14 +75,7 @@ inline void complete_at_post(SendSide& s, const ibv_send_wr& wr, uint64_t length
   s.completer.rnr_left = s.conn.rnr_retry;
   shm::add_single_writer(s.qp.shared->counters.sent_messages, 1);
   shm::add_single_writer(s.qp.shared->counters.sent_bytes, length);
-  if (s.qp.sig_all || (wr.send_flags & IBV_SEND_SIGNALED)) {
-    shm::Cqe cqe{};
-    cqe.wr_id = wr.wr_id;
-    cqe.opcode = static_cast<uint8_t>(wr_opcode(wr.opcode)->wc_opcode);
-    cqe.byte_len = static_cast<uint32_t>(length);
-    cqe.qp_num = s.qp.qpn;
-    post_cqe(*s.qp.seg, s.qp.send_cq, cqe, *s.qp.notifier);
-  }
+  if (s.qp.sig_all || (wr.send_flags & IBV_SEND_SIGNALED)) post_send_cqe(s, wr.wr_id, wr.opcode, length, IBV_WC_SUCCESS);
   s.sq.done = s.sq.next = ++s.sq.posted;
 }
 

@@ -226,7 +226,7 @@ case $scenario in
   perftest)
     command -v ib_write_bw > /dev/null || { echo "SKIP: perftest is not installed"; exit 77; }
     pt=(-d softverbs_roce0 -R -x 0 -n 100)
-    READY='Waiting for client to connect' pair "ib_write_bw -R" 'Unexpected CM event bl blka 8$' '^ 65536 +100 ' \
+    READY='Waiting for client to connect' pair "ib_write_bw -R" 'Unexpected CM event bl blka 8$|RDMA_CM_EVENT_REJECTED; error: 8\.' '^ 65536 +100 ' \
       ib_write_bw "${pt[@]}" -- ib_write_bw "${pt[@]}" "$ADDR_A"
     READY='Waiting for client to connect' pair "ib_send_lat -R -c UD" 'RDMA_CM_EVENT_UNREACHABLE; error: 1\.' '^ 2 +100 ' \
       ib_send_lat "${pt[@]}" -c UD -- ib_send_lat "${pt[@]}" -c UD "$ADDR_A"

@@ -36,6 +36,11 @@
 #              (rpoll) across the veth pair, IPv4 then IPv6: data checked
 #              on both sides; riostream -T v (riowrite into the peer's
 #              window) likewise
+#   udpong     udpong (datagram rsockets over UD QPs) across the veth pair,
+#              IPv4 then IPv6: echoed datagrams of 64 and 1536 bytes with
+#              non-blocking calls, through rpoll and blocking, and a
+#              bandwidth run the server counts; the server sees the
+#              client's address
 set -euo pipefail
 here=$(cd "$(dirname "$0")" && pwd)
 lib=$(realpath "$1")
@@ -216,6 +221,42 @@ case $scenario in
       rstream -s "$ADDR6_A" -p $port -T v -C 200 -S 100000
     pair "riostream -T v (IPv6)" 'Connection refused' '^custom ' riostream -b "$ADDR6_A" -p $port -T v -C 200 -S 100000 -- \
       riostream -s "$ADDR6_A" -p $port -T v -C 200 -S 100000
+    ;;
+  udpong)
+    # udpong's server serves until killed; a client logs in (over UDP, until
+    # it has the server's QPN, then over UD) and prints one result line.
+    udpong_pair() {
+      local bind=$1 client=$2
+      shift 2
+      spawn in_a env "${env_a[@]}" timeout 60 stdbuf -oL udpong -b "$bind" -p $port "$@" > "$work/server.out" 2>&1
+      local server=${NETNS_PIDS[-1]}
+      sleep 0.2  # not needed for success (the client logs in again each second), but quicker
+      in_b env "${env_b[@]}" timeout 60 udpong -s "$bind" -p $port "$@" > "$work/client.out" 2>&1 ||
+        fail "udpong client $*: $(cat "$work/client.out")"
+      kill -0 "$server" 2>/dev/null || fail "udpong server $* exited: $(cat "$work/server.out")"
+      grep -qE '^custom +[0-9.]+[kmg]? +[0-9.]+[kmg]? +[0-9.]+[kmg]? +[0-9.]+s' "$work/client.out" ||
+        fail "udpong client $*: $(cat "$work/client.out")"
+      # Nothing lost into oblivion: the server counted datagrams.
+      grep -qE '^custom +[0-9.]+[kmg]? +0 ' "$work/client.out" && fail "udpong $*: the server received nothing"
+      grep -q "^client login from $client\$" "$work/server.out" || fail "udpong server $*: $(cat "$work/server.out")"
+      # The server, by PID: everything in namespace A is this test's.
+      for p in $(ip netns pids "$NETNS_A"); do kill -TERM "$p" 2>/dev/null || true; done
+      wait "$server" 2>/dev/null || true
+      echo "udpong $* over softverbs_roce0, $client -> $bind: $(grep '^custom' "$work/client.out")"
+    }
+    for v in 4 6; do
+      if [ $v = 6 ]; then
+        env_a=(LD_LIBRARY_PATH="$lib" SOFTVERBS_ROCE_ADDR="$ADDR6_A" SOFTVERBS_DEVICE_PATH=/dev/shm/softverbs-itest-cm-$$-a6)
+        env_b=(LD_LIBRARY_PATH="$lib" SOFTVERBS_ROCE_ADDR="$ADDR6_B" SOFTVERBS_DEVICE_PATH=/dev/shm/softverbs-itest-cm-$$-b6)
+        a=$ADDR6_A b=$ADDR6_B
+      else
+        a=$ADDR_A b=$ADDR_B
+      fi
+      udpong_pair "$a" "$b" -T e -C 500 -S 64
+      udpong_pair "$a" "$b" -T a -T e -C 500 -S 1536
+      udpong_pair "$a" "$b" -T b -T e -C 500 -S 1000
+      udpong_pair "$a" "$b" -C 5000 -S 1536
+    done
     ;;
   ucmatose)
     pair ucmatose 'RDMA_CM_EVENT_REJECTED, error: 8' 'return status 0' ucmatose -c 4 -- ucmatose -s "$ADDR_A" -c 4

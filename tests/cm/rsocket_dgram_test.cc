@@ -139,6 +139,19 @@ TEST(RsocketDgram, ConnectedSendAndRecvAndNames) {
   EXPECT_EQ(rgetpeername(t.b, reinterpret_cast<sockaddr*>(&name), &nlen), -1);
   EXPECT_EQ(errno, ENOTCONN);
 
+  // a has b's QPN now (b's answer over UDP, read within a few ms of any
+  // call): with a's UDP socket shut for writing, its datagrams still
+  // arrive, so they go over UD.
+  usleep(5000);
+  p = pollfd{t.a, POLLIN, 0};
+  EXPECT_EQ(rpoll(&p, 1, 0), 0);
+  ASSERT_EQ(::shutdown(t.a, SHUT_WR), 0) << strerror(errno);  // the index is the kernel UDP socket
+  for (int i = 0; i < 20; ++i) {
+    ASSERT_EQ(rsend(t.a, "over ud", 7, 0), 7) << i << ": " << strerror(errno);
+    ASSERT_EQ(recv_within(t.b, buf, sizeof buf, &from), 7) << i;
+    EXPECT_EQ(std::memcmp(buf, "over ud", 7), 0);
+  }
+
   int type = 0;
   socklen_t tlen = sizeof type;
   ASSERT_EQ(rgetsockopt(t.a, SOL_SOCKET, SO_TYPE, &type, &tlen), 0);

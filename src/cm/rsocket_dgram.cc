@@ -2,6 +2,7 @@
 // address handles, the UDP exchange that tells peers our QPN, close, and
 // the options (rdma-core's ds_init .. ds_get_dest, udp_svc_process_rs).
 #include <fcntl.h>
+#include <poll.h>
 #include <netinet/in.h>
 #include <rdma/rsocket.h>
 #include <sys/mman.h>
@@ -311,7 +312,13 @@ int ds_init_ep(Rsocket* rs) {
   if (rs->sq_size == 0 || rs->rq_size == 0) return fail(EINVAL);
   dg->sbuf = alloc_pages(size_t(rs->sq_size) * kDsSlot);
   dg->dmsg = new (std::nothrow) DsRmsg[rs->rq_size + 1]();
-  if (dg->sbuf == nullptr || dg->dmsg == nullptr) return fail(ENOMEM);
+  if (dg->sbuf == nullptr || dg->dmsg == nullptr) {
+    free_pages(dg->sbuf, size_t(rs->sq_size) * kDsSlot);
+    delete[] dg->dmsg;
+    dg->sbuf = nullptr;
+    dg->dmsg = nullptr;
+    return fail(ENOMEM);
+  }
   dg->smsg_free.reserve(rs->sq_size);
   for (int i = rs->sq_size - 1; i >= 0; --i) dg->smsg_free.push_back(uint32_t(i) * kDsSlot);
   dg->sqe_avail = rs->sq_size;
@@ -400,9 +407,12 @@ int ds_close(Rsocket* rs) {
     // What was sent leaves first (ds_shutdown), within a bound: a UD send
     // completes once it left, so this is quick unless the device is stuck.
     const uint64_t deadline = now_us() + 2000000;
-    while (dg->ep && !ds_all_sends_done(rs) && now_us() < deadline) {
-      if (ds_wait_for(rs, lk, false, ds_all_sends_done) == 0) break;
-      if (errno != EINTR && errno != EWOULDBLOCK) break;
+    while (dg->ep && now_us() < deadline) {
+      ds_poll_cqs(rs);
+      if (ds_all_sends_done(rs)) break;
+      lk.unlock();
+      ::poll(nullptr, 0, 1);
+      lk.lock();
     }
     remove(rs);
     for (auto& [key, d] : dg->dests) {

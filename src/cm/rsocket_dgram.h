@@ -145,6 +145,9 @@ bool ds_have_rdata(Rsocket* rs);
 bool ds_all_sends_done(Rsocket* rs);
 // rpoll: the fds to sleep on, and what to do once one fired.
 void ds_arm(Rsocket* rs, std::vector<pollfd>* fds);
+// The same into `fds` (room for `max`); returns how many. Past `max`, QPs
+// are left out: the wait is bounded (kWakeMs), so they are looked at anyway.
+size_t ds_arm(Rsocket* rs, pollfd* fds, size_t max);
 // After poll(2) returned `p`, one of ds_arm's fds.
 void ds_after_poll(Rsocket* rs, const pollfd& p);
 short ds_poll_events(Rsocket* rs, short events);

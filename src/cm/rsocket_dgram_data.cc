@@ -9,6 +9,7 @@
 #include <algorithm>
 #include <cerrno>
 #include <cstring>
+#include <iterator>
 
 #include "cm/rsocket_dgram.h"
 
@@ -192,15 +193,24 @@ void ds_progress(Rsocket* rs) {
   }
 }
 
-void ds_arm(Rsocket* rs, std::vector<pollfd>* fds) {
-  fds->push_back(pollfd{rs->dg->udp_sock, POLLIN, 0});
+size_t ds_arm(Rsocket* rs, pollfd* fds, size_t max) {
+  size_t n = 0;
+  if (n < max) fds[n++] = pollfd{rs->dg->udp_sock, POLLIN, 0};
   for (auto& qp : rs->dg->qps) {
+    if (n == max) break;
     if (!qp->cq_armed) {
       ibv_req_notify_cq(qp->cq, 0);
       qp->cq_armed = true;
     }
-    fds->push_back(pollfd{qp->cq_ch->fd, POLLIN, 0});
+    fds[n++] = pollfd{qp->cq_ch->fd, POLLIN, 0};
   }
+  return n;
+}
+
+void ds_arm(Rsocket* rs, std::vector<pollfd>* fds) {
+  const size_t at = fds->size();
+  fds->resize(at + 1 + rs->dg->qps.size());
+  fds->resize(at + ds_arm(rs, fds->data() + at, fds->size() - at));
 }
 
 void ds_after_poll(Rsocket* rs, const pollfd& p) {
@@ -225,21 +235,21 @@ void ds_after_poll(Rsocket* rs, const pollfd& p) {
 
 int ds_wait_for(Rsocket* rs, std::unique_lock<std::mutex>& lk, bool nonblock, bool (*test)(Rsocket*)) {
   const uint64_t spin_until = now_us() + 10;
-  std::vector<pollfd> fds;
+  // On the stack: two threads may wait on one rsocket, each with its own.
+  pollfd fds[16];
   for (;;) {
     ds_progress(rs);
     if (test(rs)) return 0;
     if (nonblock) return fail(EWOULDBLOCK);
     if (now_us() < spin_until) continue;
-    fds.clear();
-    ds_arm(rs, &fds);
+    const size_t n = ds_arm(rs, fds, std::size(fds));
     ds_poll_cqs(rs);  // completions that came before the arm raise no event
     if (test(rs)) return 0;
     lk.unlock();
-    const int rc = ::poll(fds.data(), fds.size(), kWakeMs);
+    const int rc = ::poll(fds, n, kWakeMs);
     lk.lock();
     if (rc < 0 && errno == EINTR) return -1;
-    for (const pollfd& p : fds) ds_after_poll(rs, p);
+    for (size_t i = 0; i < n; ++i) ds_after_poll(rs, fds[i]);
   }
 }
 

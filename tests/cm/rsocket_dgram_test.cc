@@ -14,6 +14,7 @@
 #include <chrono>
 #include <cstring>
 #include <string>
+#include <thread>
 #include <vector>
 
 namespace {
@@ -210,6 +211,52 @@ TEST(RsocketDgram, TruncatesPeeksAndSaysEagainWhenEmpty) {
   EXPECT_GE(std::chrono::steady_clock::now() - start, std::chrono::milliseconds(45));
   p = pollfd{t.b, POLLOUT, 0};
   EXPECT_EQ(rpoll(&p, 1, 0), 1);
+}
+
+// One thread receiving on an rsocket while another sends on it (and a third
+// echoes at the peer): each call makes progress for the others.
+TEST(RsocketDgram, OneRsocketSendsAndReceivesFromTwoThreads) {
+  Two t(AF_INET);
+  // Each learns the other's QPN first: a burst over UDP may overflow the
+  // kernel socket's buffer (datagrams lost, as UDP loses them), over UD a
+  // burst smaller than the receive queue loses none.
+  char hello[8] = "hello";
+  sockaddr_storage peer{};
+  ASSERT_EQ(rsendto(t.a, hello, 8, 0, reinterpret_cast<sockaddr*>(&t.addr_b), len_of(t.addr_b)), 8);
+  ASSERT_EQ(recv_within(t.b, hello, 8, &peer), 8);
+  ASSERT_EQ(rsendto(t.b, hello, 8, 0, reinterpret_cast<sockaddr*>(&peer), len_of(peer)), 8);
+  ASSERT_EQ(recv_within(t.a, hello, 8, &peer), 8);
+  usleep(5000);  // a reads b's answer over UDP (its QPN) on its next call
+  // Fewer than a receive queue holds (the default 128 KiB buffer is 64
+  // slots): none dropped.
+  constexpr int kN = 60;
+  int echoed = 0, received = 0;
+  std::thread echo([&] {
+    for (int i = 0; i < kN; ++i) {
+      char buf[64];
+      sockaddr_storage from{};
+      const ssize_t n = recv_within(t.b, buf, sizeof buf, &from);
+      if (n <= 0) return;
+      if (rsendto(t.b, buf, size_t(n), 0, reinterpret_cast<sockaddr*>(&from), len_of(from)) != n) return;
+      ++echoed;
+    }
+  });
+  std::thread reader([&] {
+    for (int i = 0; i < kN; ++i) {
+      char buf[64];
+      sockaddr_storage from{};
+      if (recv_within(t.a, buf, sizeof buf, &from) != 8) return;
+      ++received;
+    }
+  });
+  for (int i = 0; i < kN; ++i) {
+    const uint64_t v = uint64_t(i);
+    ASSERT_EQ(rsendto(t.a, &v, sizeof v, 0, reinterpret_cast<sockaddr*>(&t.addr_b), len_of(t.addr_b)), 8);
+  }
+  echo.join();
+  reader.join();
+  EXPECT_EQ(echoed, kN);
+  EXPECT_EQ(received, kN);
 }
 
 TEST(RsocketDgram, CloseWithDatagramsQueuedAndInFlight) {

@@ -213,6 +213,43 @@ TEST(RsocketDgram, TruncatesPeeksAndSaysEagainWhenEmpty) {
   EXPECT_EQ(rpoll(&p, 1, 0), 1);
 }
 
+TEST(RsocketDgram, OptionsReachTheUdpSocketAndSizeTheQueues) {
+  const int s = rsocket(AF_INET, SOCK_DGRAM, 0);
+  ASSERT_GE(s, 0);
+  int v = 1 << 16;
+  ASSERT_EQ(rsetsockopt(s, SOL_SOCKET, SO_RCVBUF, &v, sizeof v), 0);
+  v = 32;
+  ASSERT_EQ(rsetsockopt(s, SOL_RDMA, RDMA_RQSIZE, &v, sizeof v), 0);
+  v = 1;
+  ASSERT_EQ(rsetsockopt(s, SOL_SOCKET, SO_REUSEADDR, &v, sizeof v), 0);
+  EXPECT_EQ(rsetsockopt(s, IPPROTO_TCP, 1 /* TCP_NODELAY */, &v, sizeof v), -1);  // the UDP socket refuses it
+  sockaddr_storage a = loopback(AF_INET, next_port());
+  ASSERT_EQ(rbind(s, reinterpret_cast<sockaddr*>(&a), len_of(a)), 0);
+  int got = 0;
+  socklen_t len = sizeof got;
+  ASSERT_EQ(rgetsockopt(s, SOL_SOCKET, SO_REUSEADDR, &got, &len), 0);
+  EXPECT_EQ(got, 1);
+  // 32 receives of one 2048-byte slot each, as rdma-core sizes them.
+  ASSERT_EQ(rgetsockopt(s, SOL_RDMA, RDMA_RQSIZE, &got, &len), 0);
+  EXPECT_EQ(got, 32);
+  ASSERT_EQ(rgetsockopt(s, SOL_SOCKET, SO_RCVBUF, &got, &len), 0);
+  EXPECT_EQ(got, 32 * 2048);
+  // Sizes are fixed once bound.
+  EXPECT_EQ(rsetsockopt(s, SOL_RDMA, RDMA_RQSIZE, &v, sizeof v), -1);
+  EXPECT_EQ(rfcntl(s, F_GETFL) & O_NONBLOCK, 0);
+  // rselect sees it writable, not readable.
+  fd_set r, w;
+  FD_ZERO(&r);
+  FD_ZERO(&w);
+  FD_SET(s, &r);
+  FD_SET(s, &w);
+  timeval tv{0, 20000};
+  EXPECT_EQ(rselect(s + 1, &r, &w, nullptr, &tv), 1);
+  EXPECT_FALSE(FD_ISSET(s, &r));
+  EXPECT_TRUE(FD_ISSET(s, &w));
+  EXPECT_EQ(rclose(s), 0);
+}
+
 // One thread receiving on an rsocket while another sends on it (and a third
 // echoes at the peer): each call makes progress for the others.
 TEST(RsocketDgram, OneRsocketSendsAndReceivesFromTwoThreads) {

@@ -213,6 +213,37 @@ TEST(RsocketDgram, TruncatesPeeksAndSaysEagainWhenEmpty) {
   EXPECT_EQ(rpoll(&p, 1, 0), 1);
 }
 
+TEST(RsocketDgram, SendmsgGathersAndRecvmsgScattersWithTheAddress) {
+  Two t(AF_INET6);
+  for (int round = 0; round < 3; ++round) {  // over UDP first, then over UD
+    char h1[] = "gather-", h2[] = "scatter";
+    iovec out[2] = {{h1, 7}, {h2, 7}};
+    msghdr m{};
+    m.msg_name = &t.addr_b;
+    m.msg_namelen = len_of(t.addr_b);
+    m.msg_iov = out;
+    m.msg_iovlen = 2;
+    ASSERT_EQ(rsendmsg(t.a, &m, 0), 14) << strerror(errno);
+    pollfd p{t.b, POLLIN, 0};
+    ASSERT_EQ(rpoll(&p, 1, 5000), 1);
+    char r1[5], r2[32];
+    iovec in[2] = {{r1, sizeof r1}, {r2, sizeof r2}};
+    sockaddr_storage from{};
+    msghdr rm{};
+    rm.msg_name = &from;
+    rm.msg_namelen = sizeof from;
+    rm.msg_iov = in;
+    rm.msg_iovlen = 2;
+    ASSERT_EQ(rrecvmsg(t.b, &rm, 0), 14);
+    EXPECT_EQ(std::string(r1, 5) + std::string(r2, 9), "gather-scatter");
+    EXPECT_EQ(rm.msg_namelen, socklen_t(sizeof(sockaddr_in6)));
+    EXPECT_EQ(port_of(from), port_of(t.addr_a));
+    // An answer, so that a learns b's QPN.
+    ASSERT_EQ(rsendto(t.b, "k", 1, 0, reinterpret_cast<sockaddr*>(&from), len_of(from)), 1);
+    ASSERT_EQ(recv_within(t.a, r2, sizeof r2, &from), 1);
+  }
+}
+
 TEST(RsocketDgram, OptionsReachTheUdpSocketAndSizeTheQueues) {
   const int s = rsocket(AF_INET, SOCK_DGRAM, 0);
   ASSERT_GE(s, 0);

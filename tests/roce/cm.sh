@@ -40,7 +40,10 @@
 #              IPv4 then IPv6: echoed datagrams of 64 and 1536 bytes with
 #              non-blocking calls, through rpoll and blocking, and a
 #              bandwidth run the server counts; the server sees the
-#              client's address
+#              client's address; a capture of a short run dissected by
+#              tshark: the UDP data and control headers (tag, version, op,
+#              length, QPN, address), then UD SENDs (Q_Key 0x01234567)
+#              each starting with the header naming its sender
 set -euo pipefail
 here=$(cd "$(dirname "$0")" && pwd)
 lib=$(realpath "$1")
@@ -239,11 +242,46 @@ case $scenario in
       # Nothing lost into oblivion: the server counted datagrams.
       grep -qE '^custom +[0-9.]+[kmg]? +0 ' "$work/client.out" && fail "udpong $*: the server received nothing"
       grep -q "^client login from $client\$" "$work/server.out" || fail "udpong server $*: $(cat "$work/server.out")"
-      # The server, by PID: everything in namespace A is this test's.
-      for p in $(ip netns pids "$NETNS_A"); do kill -TERM "$p" 2>/dev/null || true; done
+      # The server, by PID (a capture there goes on).
+      for p in $(ip netns pids "$NETNS_A"); do
+        [ "$(cat "/proc/$p/comm" 2>/dev/null)" = udpong ] && kill -TERM "$p" 2>/dev/null || true
+      done
       wait "$server" 2>/dev/null || true
       echo "udpong $* over softverbs_roce0, $client -> $bind: $(grep '^custom' "$work/client.out")"
     }
+    # The wire, IPv4: the client's first datagram over UDP (tag, version 4,
+    # op data, length 16, its QPN, its address), the server's control answer
+    # with its QPN, then UD SENDs with Q_Key 0x01234567, each starting with
+    # the 8-byte header naming its sender's address and port.
+    hex_addr() { local IFS=.; printf '%02x' $1; }
+    pcap=$work/udpong.pcap
+    ip netns exec "$NETNS_A" timeout 60 dumpcap -i "va-$$" -f "udp port 4791 or udp port $port" -P -w "$pcap" > "$work/dumpcap.out" 2>&1 &
+    cap=$!
+    NETNS_PIDS+=("$cap")
+    for _ in $(seq 100); do
+      grep -qs "^Capturing on" "$work/dumpcap.out" && break
+      sleep 0.05
+    done
+    grep -q "^Capturing on" "$work/dumpcap.out" || fail "dumpcap did not start: $(cat "$work/dumpcap.out")"
+    udpong_pair "$ADDR_A" "$ADDR_B" -T e -C 20 -S 64
+    sleep 0.6  # dumpcap hands packets over in 250 ms blocks
+    kill -INT "$cap"
+    wait "$cap" || true
+    ts() { tshark -n "$@" 2> /dev/null; }
+    bad=$(ts -r "$pcap" -Y '_ws.malformed || _ws.expert.severity >= "Warning"')
+    [ -z "$bad" ] || fail "malformed or expert warnings: $bad"
+    a_hex=$(hex_addr "$ADDR_A") b_hex=$(hex_addr "$ADDR_B")
+    ts -r "$pcap" -Y "udp.dstport == $port" -T fields -e udp.payload | grep -qE "^5555555504001000[0-9a-f]{8}$b_hex" ||
+      fail "no UDP data message from $ADDR_B: $(ts -r "$pcap" -Y "udp.dstport == $port" -T fields -e udp.payload)"
+    ts -r "$pcap" -Y "udp.srcport == $port" -T fields -e udp.payload | grep -qxE "5555555504071000[0-9a-f]{8}$a_hex" ||
+      fail "no UDP control answer from $ADDR_A: $(ts -r "$pcap" -Y "udp.srcport == $port" -T fields -e udp.payload)"
+    ud=(-Y 'infiniband.bth.opcode == 100 && infiniband.deth.q_key == 0x01234567' -T fields -e ip.src -e data.data)
+    n_a=$(ts -r "$pcap" "${ud[@]}" | grep -cE "^$ADDR_A	04081c06$a_hex") || true
+    n_b=$(ts -r "$pcap" "${ud[@]}" | grep -cE "^$ADDR_B	0408[0-9a-f]{4}$b_hex") || true
+    # 21 round trips (the start message and 20 echoes) after the login.
+    [ "$n_a" -ge 21 ] && [ "$n_b" -ge 20 ] || fail "UD sends with the datagram header: $n_a from A, $n_b from B"
+    echo "udpong on the wire: UDP data and control headers, then $n_a + $n_b UD SENDs (Q_Key 0x01234567) with the sender's header"
+    port=$((port + 1))
     for v in 4 6; do
       if [ $v = 6 ]; then
         env_a=(LD_LIBRARY_PATH="$lib" SOFTVERBS_ROCE_ADDR="$ADDR6_A" SOFTVERBS_DEVICE_PATH=/dev/shm/softverbs-itest-cm-$$-a6)

@@ -38,21 +38,21 @@ void free_pages(uint8_t* p, size_t len) {
 
 socklen_t addr_len(const sockaddr* sa) { return sa->sa_family == AF_INET6 ? sizeof(sockaddr_in6) : sizeof(sockaddr_in); }
 
-// What identifies a destination: family, port and address (rdma-core
-// compares whole sockaddrs; flowinfo and padding would only split one peer
-// into two).
-std::string addr_key(const sockaddr* sa) {
-  std::string k;
-  k.push_back(char(sa->sa_family));
+// rdma-core compares whole sockaddrs; flowinfo and padding would only split
+// one peer into two.
+DsAddrKey addr_key(const sockaddr* sa) {
+  DsAddrKey k{};
+  k[0] = uint8_t(sa->sa_family);
   if (sa->sa_family == AF_INET) {
     const auto* sin = reinterpret_cast<const sockaddr_in*>(sa);
-    k.append(reinterpret_cast<const char*>(&sin->sin_port), 2);
-    k.append(reinterpret_cast<const char*>(&sin->sin_addr), 4);
+    std::memcpy(&k[1], &sin->sin_port, 2);
+    std::memcpy(&k[3], &sin->sin_addr, 4);
   } else {
     const auto* sin6 = reinterpret_cast<const sockaddr_in6*>(sa);
-    k.append(reinterpret_cast<const char*>(&sin6->sin6_port), 2);
-    k.append(reinterpret_cast<const char*>(&sin6->sin6_addr), 16);
-    k.append(reinterpret_cast<const char*>(&sin6->sin6_scope_id), 4);
+    std::memcpy(&k[1], &sin6->sin6_port, 2);
+    std::memcpy(&k[3], &sin6->sin6_addr, 16);
+    const uint32_t scope = sin6->sin6_scope_id;
+    std::memcpy(&k[19], &scope, 4);
   }
   return k;
 }
@@ -353,7 +353,7 @@ DsDest* ds_get_dest(Rsocket* rs, const sockaddr* addr, socklen_t len) {
     errno = addr != nullptr && addr->sa_family != AF_INET && addr->sa_family != AF_INET6 ? EAFNOSUPPORT : EINVAL;
     return nullptr;
   }
-  const std::string key = addr_key(addr);
+  const DsAddrKey key = addr_key(addr);
   if (auto it = dg->dests.find(key); it != dg->dests.end()) return it->second.get();
   sockaddr_storage src{};
   if (src_addr_for(rs, addr, &src) != 0) return nullptr;

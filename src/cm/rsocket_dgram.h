@@ -43,7 +43,7 @@
 #include <cstdint>
 #include <map>
 #include <memory>
-#include <string>
+#include <array>
 #include <vector>
 
 #include "cm/rsocket.h"
@@ -52,6 +52,10 @@
 namespace softverbs::cm {
 
 struct DsQp;
+
+// What identifies a destination: family, port and address (and scope), in
+// a fixed array so that looking one up allocates nothing.
+using DsAddrKey = std::array<uint8_t, 24>;
 
 struct DsDest {
   sockaddr_storage addr{};
@@ -86,7 +90,7 @@ struct RsDgram {
   int udp_sock = -1;
   std::vector<std::unique_ptr<DsQp>> qps;
   size_t next_poll = 0;  // round robin over the QPs' CQs, as rdma-core
-  std::map<std::string, std::unique_ptr<DsDest>> dests;  // by address bytes
+  std::map<DsAddrKey, std::unique_ptr<DsDest>> dests;
   DsDest* peer = nullptr;       // rconnect's: where rsend sends
   DsDest* conn_dest = nullptr;  // the last rsendto's, looked at first
   uint8_t* sbuf = nullptr;  // sq_size slots

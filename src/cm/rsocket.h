@@ -1,6 +1,7 @@
 // rsockets: a socket API over RC QPs that the RDMA CM connects, speaking
 // rdma-core's rsocket protocol (cm/rsocket_proto.h), for librdmacm.so.1's
-// rsocket ... riowrite (src/abi/rdmacm/rsockets.cc).
+// rsocket ... riowrite (src/abi/rdmacm/rsockets.cc); datagram rsockets
+// (SOCK_DGRAM, over UD QPs) keep their own state in cm/rsocket_dgram.h.
 //
 // Thread-safety: each Rsocket has one mutex, `mu`, held by every call on
 // it except while it sleeps in poll(2); two threads may use one rsocket (one
@@ -8,13 +9,15 @@
 // index to Rsocket is lock-free to read.
 //
 // Invariants:
-//   1. An rsocket's index is the fd of its own CM event channel (an eventfd),
-//      as in rdma-core: a real fd, so rsocket indexes never collide with the
+//   1. An rsocket's index is the fd of its own CM event channel (an eventfd)
+//      for a stream rsocket, and of its UDP socket for a datagram one, as in
+//      rdma-core: a real fd, so rsocket indexes never collide with the
 //      process's other fds and rpoll/rselect can mix both (librspreload
 //      keeps such an index behind each of its placeholder fds).
 //   2. Nothing waits in the kernel without a bound: blocking calls sleep in
-//      poll(2) on the CQ's completion channel and the CM channel, both
-//      O_NONBLOCK, at most kWakeMs at a time, and look again.
+//      poll(2) on the CQs' completion channels and the CM channel (a
+//      datagram rsocket: its UDP socket), all O_NONBLOCK, at most kWakeMs at
+//      a time, and look again.
 //   3. The protocol state below `mu` follows rdma-core's rsocket.c field for
 //      field (credits as 16-bit sequence numbers, a two-entry target SGL, the
 //      receive buffer given out in halves), so the two interoperate.
@@ -36,6 +39,7 @@
 namespace softverbs::cm {
 
 class EventChannel;
+struct RsDgram;
 
 // rdma-core's rsocket states: bits, so "connected" survives half-shutdowns.
 enum RsState : uint32_t {
@@ -68,8 +72,9 @@ struct Rsocket {
   // Constant after rsocket()/raccept().
   int index = -1;
   int domain = AF_INET;
-  EventChannel* ch = nullptr;
-  rdma_cm_id* id = nullptr;
+  EventChannel* ch = nullptr;  // stream rsockets only
+  rdma_cm_id* id = nullptr;    // stream rsockets only
+  RsDgram* dg = nullptr;       // datagram rsockets only (cm/rsocket_dgram.h)
 
   std::mutex mu;
   uint32_t state = kRsInit;
@@ -153,6 +158,10 @@ ssize_t rs_recv(int s, void* buf, size_t len, int flags);
 ssize_t rs_recvv(int s, const iovec* iov, int iovcnt, int flags);
 ssize_t rs_send(int s, const void* buf, size_t len, int flags);
 ssize_t rs_sendv(int s, const iovec* iov, int iovcnt, int flags);
+// rrecvfrom/rsendto/rrecvmsg/rsendmsg: the address is the datagram's for a
+// datagram rsocket, the peer's (recv) or ignored (send) for a stream one.
+ssize_t rs_recvfrom(int s, const iovec* iov, int iovcnt, int flags, sockaddr* from, socklen_t* fromlen);
+ssize_t rs_sendto(int s, const iovec* iov, int iovcnt, int flags, const sockaddr* to, socklen_t tolen);
 int rs_poll(pollfd* fds, nfds_t nfds, int timeout_ms);
 int rs_select(int nfds, fd_set* r, fd_set* w, fd_set* e, timeval* timeout);
 int rs_getpeername(int s, sockaddr* addr, socklen_t* len);

@@ -13,6 +13,7 @@
 #include "cm/cm.h"
 #include "cm/event_channel.h"
 #include "cm/rsocket.h"
+#include "cm/rsocket_dgram.h"
 #include "util/log.h"
 
 namespace softverbs::cm {
@@ -272,9 +273,13 @@ using namespace rsimpl;
 
 int rs_socket(int domain, int type, int protocol) {
   const int socket_type = type & ~(SOCK_CLOEXEC | SOCK_NONBLOCK);
+  if ((domain == AF_INET || domain == AF_INET6) && socket_type == SOCK_DGRAM &&
+      (protocol == 0 || protocol == IPPROTO_UDP)) {
+    return ds_socket(domain, type);
+  }
   if ((domain != AF_INET && domain != AF_INET6) || socket_type != SOCK_STREAM ||
       (protocol != 0 && protocol != IPPROTO_TCP)) {
-    // Datagram rsockets (UD) and AF_IB are not offered yet.
+    // AF_IB rsockets are not offered yet; other types are not rsockets.
     return fail(domain == AF_INET || domain == AF_INET6 || domain == AF_IB ? ENOTSUP : EAFNOSUPPORT);
   }
   Agent::get().contexts();
@@ -312,6 +317,7 @@ int rs_bind(int s, const sockaddr* addr, socklen_t len) {
   if (rs == nullptr) return fail(EBADF);
   if (addr == nullptr || len < sizeof(sa_family_t)) return fail(EINVAL);
   std::lock_guard<std::mutex> lk(rs->mu);
+  if (rs->dg != nullptr) return ds_bind(rs, addr, len);
   if (rs->state != kRsInit) return fail(EINVAL);
   if (bind_addr(rs->id, addr) != 0) return -1;
   rs->state = kRsBound;
@@ -321,6 +327,7 @@ int rs_bind(int s, const sockaddr* addr, socklen_t len) {
 int rs_listen(int s, int backlog) {
   Rsocket* rs = rs_lookup(s);
   if (rs == nullptr) return fail(EBADF);
+  if (rs->dg != nullptr) return fail(EOPNOTSUPP);  // as UDP's listen
   std::lock_guard<std::mutex> lk(rs->mu);
   if (rs->state == kRsListening) return 0;
   if (listen(rs->id, backlog) != 0) return -1;
@@ -332,6 +339,7 @@ int rs_connect(int s, const sockaddr* addr, socklen_t len) {
   Rsocket* rs = rs_lookup(s);
   if (rs == nullptr) return fail(EBADF);
   std::unique_lock<std::mutex> lk(rs->mu);
+  if (rs->dg != nullptr) return ds_connect(rs, addr, len);
   if ((rs->state & kRsOpening) != 0) {
     if (do_connect(rs) == 0) return 0;
     return fail(errno == EINPROGRESS ? EALREADY : errno);
@@ -362,6 +370,7 @@ int rs_connect(int s, const sockaddr* addr, socklen_t len) {
 int rs_accept(int s, sockaddr* addr, socklen_t* len) {
   Rsocket* ls = rs_lookup(s);
   if (ls == nullptr) return fail(EBADF);
+  if (ls->dg != nullptr) return fail(EOPNOTSUPP);
   std::unique_lock<std::mutex> lk(ls->mu);
   if (ls->state != kRsListening) return fail(EINVAL);
   for (;;) {
@@ -446,6 +455,11 @@ int rs_shutdown(int s, int how) {
   if (rs == nullptr) return fail(EBADF);
   if (how != SHUT_RD && how != SHUT_WR && how != SHUT_RDWR) return fail(EINVAL);
   std::unique_lock<std::mutex> lk(rs->mu);
+  if (rs->dg != nullptr) {
+    if (how != SHUT_WR) rs->state &= ~uint32_t(kRsReadable);
+    if (how != SHUT_RD) rs->state &= ~uint32_t(kRsWritable);
+    return 0;
+  }
   if ((rs->state & kRsAccepting) == kRsAccepting) do_connect(rs);
   if ((rs->state & kRsConnected) == 0) {
     return (rs->state & (kRsDisconnected | kRsError)) != 0 ? 0 : fail(ENOTCONN);
@@ -483,6 +497,7 @@ int rs_shutdown(int s, int how) {
 int rs_close(int s) {
   Rsocket* rs = rs_lookup(s);
   if (rs == nullptr) return fail(EBADF);
+  if (rs->dg != nullptr) return ds_close(rs);
   if ((rs->state & kRsConnected) != 0) rs_shutdown(s, SHUT_RDWR);
   std::unique_lock<std::mutex> lk(rs->mu);
   remove(rs);

@@ -12,6 +12,7 @@
 #include <cstring>
 
 #include "cm/rsocket.h"
+#include "cm/rsocket_dgram.h"
 #include "util/log.h"
 
 namespace softverbs::cm {
@@ -239,6 +240,36 @@ void poll_cq(Rsocket* rs) {
 
 using namespace rsimpl;
 
+namespace {
+
+size_t iov_len(const iovec* iov, int iovcnt) {
+  size_t n = 0;
+  for (int i = 0; i < iovcnt; ++i) n += iov[i].iov_len;
+  return n;
+}
+
+// A datagram rsocket's send: to `to`, or without one to its rconnect peer.
+ssize_t rs_sendto_locked(Rsocket* rs, std::unique_lock<std::mutex>& lk, const iovec* iov, int iovcnt, int flags,
+                         const sockaddr* to, socklen_t tolen) {
+  RsDgram* dg = rs->dg;
+  if ((rs->state & kRsWritable) == 0 && dg->ep) return fail(EPIPE);
+  if (ds_init_ep(rs) != 0) return -1;
+  DsDest* dest = dg->peer;
+  if (to != nullptr) {
+    dest = dg->conn_dest;
+    if (dest == nullptr || tolen < sizeof(sa_family_t) || to->sa_family != dest->addr.ss_family ||
+        std::memcmp(to, &dest->addr, to->sa_family == AF_INET6 ? sizeof(sockaddr_in6) : sizeof(sockaddr_in)) != 0) {
+      dest = ds_get_dest(rs, to, tolen);
+      if (dest == nullptr) return -1;
+      dg->conn_dest = dest;
+    }
+  }
+  if (dest == nullptr) return fail(EDESTADDRREQ);
+  return ds_send(rs, lk, dest, iov, iovcnt, iov_len(iov, iovcnt), flags);
+}
+
+}  // namespace
+
 ssize_t rs_recv(int s, void* buf, size_t len, int flags) {
   iovec iov{buf, len};
   return rs_recvv(s, &iov, 1, flags);
@@ -252,6 +283,7 @@ ssize_t rs_recvv(int s, const iovec* iov, int iovcnt, int flags) {
   uint8_t* out = static_cast<uint8_t*>(iov[0].iov_base);
   const size_t len = iov[0].iov_len;
   std::unique_lock<std::mutex> lk(rs->mu);
+  if (rs->dg != nullptr) return ds_recv(rs, lk, iov, iovcnt, flags, nullptr, nullptr);
   if (finish_opening(rs, lk, flags) != 0) return -1;
   if ((rs->state & (kRsConnected | kRsDisconnected | kRsError)) == 0) return fail(ENOTCONN);
   size_t left = len;
@@ -324,6 +356,7 @@ ssize_t rs_sendv(int s, const iovec* iov, int iovcnt, int flags) {
   if (rs == nullptr) return fail(EBADF);
   if (iov == nullptr || iovcnt < 1) return fail(EINVAL);
   std::unique_lock<std::mutex> lk(rs->mu);
+  if (rs->dg != nullptr) return rs_sendto_locked(rs, lk, iov, iovcnt, flags, nullptr, 0);
   if (finish_opening(rs, lk, flags) != 0) return -1;
   if ((rs->state & kRsConnected) == 0) return fail((rs->state & (kRsDisconnected | kRsError)) != 0 ? EPIPE : ENOTCONN);
   if ((rs->state & kRsWritable) == 0) return fail(EPIPE);
@@ -385,6 +418,29 @@ ssize_t rs_sendv(int s, const iovec* iov, int iovcnt, int flags) {
   }
   if (ret != 0 && left == len) return -1;
   return ssize_t(len - left);
+}
+
+ssize_t rs_recvfrom(int s, const iovec* iov, int iovcnt, int flags, sockaddr* from, socklen_t* fromlen) {
+  Rsocket* rs = rs_lookup(s);
+  if (rs == nullptr) return fail(EBADF);
+  if (iov == nullptr || iovcnt < 1) return fail(EINVAL);
+  if (rs->dg == nullptr) {
+    const ssize_t n = rs_recvv(s, iov, iovcnt, flags);
+    if (n > 0 && from != nullptr) rs_getpeername(s, from, fromlen);
+    return n;
+  }
+  std::unique_lock<std::mutex> lk(rs->mu);
+  return ds_recv(rs, lk, iov, iovcnt, flags, from, fromlen);
+}
+
+ssize_t rs_sendto(int s, const iovec* iov, int iovcnt, int flags, const sockaddr* to, socklen_t tolen) {
+  Rsocket* rs = rs_lookup(s);
+  if (rs == nullptr) return fail(EBADF);
+  if (iov == nullptr || iovcnt < 1) return fail(EINVAL);
+  // A connected stream socket ignores the destination, as TCP's sendto does.
+  if (rs->dg == nullptr) return rs_sendv(s, iov, iovcnt, flags);
+  std::unique_lock<std::mutex> lk(rs->mu);
+  return rs_sendto_locked(rs, lk, iov, iovcnt, flags, to, tolen);
 }
 
 }  // namespace softverbs::cm

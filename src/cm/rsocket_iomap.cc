@@ -103,6 +103,7 @@ int send_iomaps(Rsocket* rs) {
 off_t rs_iomap(int s, void* buf, size_t len, int prot, int, off_t offset) {
   Rsocket* rs = rs_lookup(s);
   if (rs == nullptr) return fail(EBADF);
+  if (rs->dg != nullptr) return fail(ENOTSUP);  // iomaps are a stream rsocket's
   std::lock_guard<std::mutex> lk(rs->mu);
   if (rs->id->pd == nullptr || (rs->state & (kRsConnected | kRsOpening)) == 0 || (prot & ~PROT_WRITE) != 0 ||
       buf == nullptr || len == 0) {

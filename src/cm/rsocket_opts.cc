@@ -12,6 +12,7 @@
 
 #include "cm/cm.h"
 #include "cm/rsocket.h"
+#include "cm/rsocket_dgram.h"
 
 namespace softverbs::cm {
 
@@ -56,6 +57,7 @@ int rs_setsockopt(int s, int level, int name, const void* val, socklen_t len) {
   Rsocket* rs = rs_lookup(s);
   if (rs == nullptr) return fail(EBADF);
   std::lock_guard<std::mutex> lk(rs->mu);
+  if (rs->dg != nullptr && level != SOL_RDMA) return ds_setsockopt(rs, level, name, val, len);
   int v = 0;
   switch (level) {
     case SOL_SOCKET:
@@ -140,6 +142,7 @@ int rs_getsockopt(int s, int level, int name, void* val, socklen_t* len) {
   Rsocket* rs = rs_lookup(s);
   if (rs == nullptr) return fail(EBADF);
   std::lock_guard<std::mutex> lk(rs->mu);
+  if (rs->dg != nullptr && level != SOL_RDMA) return ds_getsockopt(rs, level, name, val, len);
   switch (level) {
     case SOL_SOCKET:
       switch (name) {
@@ -228,6 +231,7 @@ int rs_getpeername(int s, sockaddr* addr, socklen_t* len) {
   Rsocket* rs = rs_lookup(s);
   if (rs == nullptr) return fail(EBADF);
   std::lock_guard<std::mutex> lk(rs->mu);
+  if (rs->dg != nullptr) return getpeername(rs->dg->udp_sock, addr, len);
   if ((rs->state & (kRsConnected | kRsAccepting | kRsDisconnected)) == 0) return fail(ENOTCONN);
   return copy_addr(&rs->id->route.addr.dst_addr, addr, len);
 }
@@ -236,6 +240,7 @@ int rs_getsockname(int s, sockaddr* addr, socklen_t* len) {
   Rsocket* rs = rs_lookup(s);
   if (rs == nullptr) return fail(EBADF);
   std::lock_guard<std::mutex> lk(rs->mu);
+  if (rs->dg != nullptr) return getsockname(rs->dg->udp_sock, addr, len);
   sockaddr_storage any{};
   const sockaddr* src = &rs->id->route.addr.src_addr;
   if (src->sa_family != AF_INET && src->sa_family != AF_INET6) {

@@ -10,6 +10,7 @@
 
 #include "cm/event_channel.h"
 #include "cm/rsocket.h"
+#include "cm/rsocket_dgram.h"
 
 namespace softverbs::cm {
 
@@ -20,6 +21,7 @@ namespace {
 // The events an rsocket has now (rdma-core's rs_poll_rs).
 short poll_rs(Rsocket* rs, short events) {
   std::lock_guard<std::mutex> lk(rs->mu);
+  if (rs->dg != nullptr) return ds_poll_events(rs, events);
   if ((rs->state & kRsOpening) != 0) do_connect(rs);
   if ((rs->state & (kRsConnected | kRsDisconnected | kRsError)) != 0) {
     progress(rs);
@@ -84,6 +86,11 @@ int rs_poll(pollfd* fds, nfds_t nfds, int timeout_ms) {
         continue;
       }
       std::lock_guard<std::mutex> lk(rs->mu);
+      if (rs->dg != nullptr) {
+        ds_arm(rs, &rfds);
+        owner.resize(rfds.size(), i);
+        continue;
+      }
       arm_cq(rs);
       rfds.push_back(pollfd{rs->ch->pub()->fd, POLLIN, 0});
       owner.push_back(i);
@@ -108,7 +115,11 @@ int rs_poll(pollfd* fds, nfds_t nfds, int timeout_ms) {
       Rsocket* rs = rs_lookup(fds[owner[j]].fd);
       if (rs != nullptr) {
         std::lock_guard<std::mutex> lk(rs->mu);
-        drain_cq_events(rs);
+        if (rs->dg != nullptr) {
+          ds_after_poll(rs, rfds[j]);
+        } else {
+          drain_cq_events(rs);
+        }
       }
     }
   }

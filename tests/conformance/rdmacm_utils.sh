@@ -44,6 +44,13 @@
 #   riostream          riostream -T v (riomap, riowrite into the peer's
 #                      window, data checked), then -T a -T v (rpoll) and
 #                      -T b -T v (blocking)
+#   udpong             udpong (datagram rsockets, rdma-core's ds_* protocol
+#                      over UD QPs) on 127.0.0.1: echoed datagrams of 64,
+#                      1000 and 1536 bytes with non-blocking calls (the
+#                      default), through rpoll (-T a) and blocking (-T b),
+#                      then a bandwidth run the server counts; the server
+#                      names the client's address
+#   udpong-v6          the same on ::1
 #   mckey              mckey -m <group> -b <loopback>: a server of two ids
 #                      joined to the group each receives the 10 datagrams a
 #                      sender sends to it (IPv4 239.1.2.3, then IPv6 ff0e::);
@@ -275,6 +282,38 @@ case $scenario in
       rstream_pair -T a -T v -C 100 -S 1000000
       rstream_pair -T b -T v -C 1000 -S 10000
     fi
+    ;;
+  udpong|udpong-v6)
+    # udpong's server serves until killed (its default address is
+    # getaddrinfo's loopback, ::1 first, hence -b); the client logs in, over
+    # UDP until it has the server's QPN and then over UD, and prints one
+    # result line. It logs in again each second until answered, so a server
+    # not bound yet only slows it.
+    addr=127.0.0.1
+    [ "$scenario" = udpong-v6 ] && addr=::1
+    udpong_pair() {
+      slog=$(mktemp) clog=$(mktemp)
+      timeout 120 stdbuf -oL udpong -b $addr -p $port "$@" >"$slog" 2>&1 &
+      spid=$!
+      pids+=("$spid")
+      sleep 0.2
+      timeout 60 udpong -s $addr -p $port "$@" >"$clog" 2>&1 || fail "udpong client $* (rc $?): $(cat "$clog")"
+      kill -0 "$spid" 2>/dev/null || fail "udpong server $* exited: $(cat "$slog")"
+      kill -TERM "$spid"
+      wait "$spid" 2>/dev/null || true
+      grep -qE '^custom +[0-9.]+[kmg]? +[0-9.]+[kmg]? +[0-9.]+[kmg]? +[0-9.]+s' "$clog" || fail "udpong client $*: $(cat "$clog")"
+      # The bandwidth run's count is the server's: datagrams did arrive.
+      grep -qE '^custom +[0-9.]+[kmg]? +0 ' "$clog" && fail "udpong $*: the server received nothing"
+      grep -qx "client login from $addr" "$slog" || fail "udpong server $*: $(cat "$slog")"
+      echo "udpong $*: $(grep '^custom' "$clog")"
+      rm -f "$slog" "$clog"
+      port=$((port + 1))
+    }
+    udpong_pair -T e -C 1000 -S 64
+    udpong_pair -T e -C 1000 -S 1536
+    udpong_pair -T a -T e -C 1000 -S 1000
+    udpong_pair -T b -T e -C 1000 -S 1536
+    udpong_pair -C 20000 -S 1536
     ;;
   rstream-server-killed)
     slog=$(mktemp) clog=$(mktemp)

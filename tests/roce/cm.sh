@@ -36,6 +36,14 @@
 #              (rpoll) across the veth pair, IPv4 then IPv6: data checked
 #              on both sides; riostream -T v (riowrite into the peer's
 #              window) likewise
+#   udpong     udpong (datagram rsockets over UD QPs) across the veth pair,
+#              IPv4 then IPv6: echoed datagrams of 64 and 1536 bytes with
+#              non-blocking calls, through rpoll and blocking, and a
+#              bandwidth run the server counts; the server sees the
+#              client's address; a capture of a short run dissected by
+#              tshark: the UDP data and control headers (tag, version, op,
+#              length, QPN, address), then UD SENDs (Q_Key 0x01234567)
+#              each starting with the header naming its sender
 set -euo pipefail
 here=$(cd "$(dirname "$0")" && pwd)
 lib=$(realpath "$1")
@@ -216,6 +224,81 @@ case $scenario in
       rstream -s "$ADDR6_A" -p $port -T v -C 200 -S 100000
     pair "riostream -T v (IPv6)" 'Connection refused' '^custom ' riostream -b "$ADDR6_A" -p $port -T v -C 200 -S 100000 -- \
       riostream -s "$ADDR6_A" -p $port -T v -C 200 -S 100000
+    ;;
+  udpong)
+    # udpong's server serves until killed; a client logs in (over UDP, until
+    # it has the server's QPN, then over UD) and prints one result line.
+    udpong_pair() {
+      local bind=$1 client=$2
+      shift 2
+      spawn in_a env "${env_a[@]}" timeout 60 stdbuf -oL udpong -b "$bind" -p $port "$@" > "$work/server.out" 2>&1
+      local server=${NETNS_PIDS[-1]}
+      sleep 0.2  # not needed for success (the client logs in again each second), but quicker
+      in_b env "${env_b[@]}" timeout 60 udpong -s "$bind" -p $port "$@" > "$work/client.out" 2>&1 ||
+        fail "udpong client $*: $(cat "$work/client.out")"
+      kill -0 "$server" 2>/dev/null || fail "udpong server $* exited: $(cat "$work/server.out")"
+      grep -qE '^custom +[0-9.]+[kmg]? +[0-9.]+[kmg]? +[0-9.]+[kmg]? +[0-9.]+s' "$work/client.out" ||
+        fail "udpong client $*: $(cat "$work/client.out")"
+      # Nothing lost into oblivion: the server counted datagrams.
+      grep -qE '^custom +[0-9.]+[kmg]? +0 ' "$work/client.out" && fail "udpong $*: the server received nothing"
+      grep -q "^client login from $client\$" "$work/server.out" || fail "udpong server $*: $(cat "$work/server.out")"
+      # The server, by PID (a capture there goes on).
+      for p in $(ip netns pids "$NETNS_A"); do
+        [ "$(cat "/proc/$p/comm" 2>/dev/null)" = udpong ] && kill -TERM "$p" 2>/dev/null || true
+      done
+      wait "$server" 2>/dev/null || true
+      echo "udpong $* over softverbs_roce0, $client -> $bind: $(grep '^custom' "$work/client.out")"
+    }
+    # The wire, IPv4: the client's first datagram over UDP (tag, version 4,
+    # op data, length 16, its QPN, its address), the server's control answer
+    # with its QPN, then UD SENDs with Q_Key 0x01234567, each starting with
+    # the 8-byte header naming its sender's address and port.
+    hex_addr() { local IFS=.; printf '%02x' $1; }
+    pcap=$work/udpong.pcap
+    ip netns exec "$NETNS_A" timeout 60 dumpcap -i "va-$$" -f "udp port 4791 or udp port $port" -P -w "$pcap" > "$work/dumpcap.out" 2>&1 &
+    cap=$!
+    NETNS_PIDS+=("$cap")
+    for _ in $(seq 100); do
+      grep -qs "^Capturing on" "$work/dumpcap.out" && break
+      sleep 0.05
+    done
+    grep -q "^Capturing on" "$work/dumpcap.out" || fail "dumpcap did not start: $(cat "$work/dumpcap.out")"
+    udpong_pair "$ADDR_A" "$ADDR_B" -T e -C 20 -S 64
+    sleep 0.6  # dumpcap hands packets over in 250 ms blocks
+    kill -INT "$cap"
+    wait "$cap" || true
+    ts() { tshark -n "$@" 2> /dev/null; }
+    bad=$(ts -r "$pcap" -Y '_ws.malformed || _ws.expert.severity >= "Warning"')
+    [ -z "$bad" ] || fail "malformed or expert warnings: $bad"
+    a_hex=$(hex_addr "$ADDR_A") b_hex=$(hex_addr "$ADDR_B")
+    # One pass of tshark (slow to start on a busy host): source, UDP ports,
+    # BTH opcode, DETH Q_Key, UDP payload, IB payload.
+    ts -r "$pcap" -T fields -E occurrence=f -e ip.src -e udp.srcport -e udp.dstport \
+      -e infiniband.bth.opcode -e infiniband.deth.q_key -e udp.payload -e data.data > "$work/udpong.fields"
+    awk -F'\t' -v p=$port '$3 == p && $4 == "" {print $6}' "$work/udpong.fields" | grep -qE "^5555555504001000[0-9a-f]{8}$b_hex" ||
+      fail "no UDP data message from $ADDR_B: $(cat "$work/udpong.fields")"
+    awk -F'\t' -v p=$port '$2 == p && $4 == "" {print $6}' "$work/udpong.fields" | grep -qxE "5555555504071000[0-9a-f]{8}$a_hex" ||
+      fail "no UDP control answer from $ADDR_A: $(cat "$work/udpong.fields")"
+    ud=$(awk -F'\t' '$4 == 100 && $5 ~ /01234567$/ {print $1, $7}' "$work/udpong.fields")
+    n_a=$(grep -cE "^$ADDR_A 04081c06$a_hex" <<<"$ud") || true
+    n_b=$(grep -cE "^$ADDR_B 0408[0-9a-f]{4}$b_hex" <<<"$ud") || true
+    # 21 round trips (the start message and 20 echoes) after the login.
+    [ "$n_a" -ge 21 ] && [ "$n_b" -ge 20 ] || fail "UD sends with the datagram header: $n_a from A, $n_b from B: $ud"
+    echo "udpong on the wire: UDP data and control headers, then $n_a + $n_b UD SENDs (Q_Key 0x01234567) with the sender's header"
+    port=$((port + 1))
+    for v in 4 6; do
+      if [ $v = 6 ]; then
+        env_a=(LD_LIBRARY_PATH="$lib" SOFTVERBS_ROCE_ADDR="$ADDR6_A" SOFTVERBS_DEVICE_PATH=/dev/shm/softverbs-itest-cm-$$-a6)
+        env_b=(LD_LIBRARY_PATH="$lib" SOFTVERBS_ROCE_ADDR="$ADDR6_B" SOFTVERBS_DEVICE_PATH=/dev/shm/softverbs-itest-cm-$$-b6)
+        a=$ADDR6_A b=$ADDR6_B
+      else
+        a=$ADDR_A b=$ADDR_B
+      fi
+      udpong_pair "$a" "$b" -T e -C 500 -S 64
+      udpong_pair "$a" "$b" -T a -T e -C 500 -S 1536
+      udpong_pair "$a" "$b" -T b -T e -C 500 -S 1000
+      udpong_pair "$a" "$b" -C 5000 -S 1536
+    done
     ;;
   ucmatose)
     pair ucmatose 'RDMA_CM_EVENT_REJECTED, error: 8' 'return status 0' ucmatose -c 4 -- ucmatose -s "$ADDR_A" -c 4

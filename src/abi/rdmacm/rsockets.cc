@@ -1,7 +1,5 @@
 // rsockets: librdmacm's socket calls, over the CM's rsocket engine
-// (src/cm/rsocket*.cc). Datagram rsockets (SOCK_DGRAM) are not offered yet:
-// rsocket() fails with ENOTSUP for them, as rdma-core's does for a type it
-// does not know.
+// (src/cm/rsocket*.cc): stream rsockets over RC, datagram ones over UD.
 #include <fcntl.h>
 #include <rdma/rsocket.h>
 
@@ -21,9 +19,8 @@ SV_EXPORT int rshutdown(int s, int how) { return cm::rs_shutdown(s, how); }
 SV_EXPORT int rclose(int s) { return cm::rs_close(s); }
 SV_EXPORT ssize_t rrecv(int s, void* buf, size_t len, int flags) { return cm::rs_recv(s, buf, len, flags); }
 SV_EXPORT ssize_t rrecvfrom(int s, void* buf, size_t len, int flags, sockaddr* src, socklen_t* srclen) {
-  const ssize_t n = cm::rs_recv(s, buf, len, flags);
-  if (n > 0 && src != nullptr) cm::rs_getpeername(s, src, srclen);
-  return n;
+  iovec iov{buf, len};
+  return cm::rs_recvfrom(s, &iov, 1, flags, src, srclen);
 }
 SV_EXPORT ssize_t rrecvmsg(int s, msghdr* msg, int flags) {
   if (msg == nullptr) {
@@ -34,12 +31,13 @@ SV_EXPORT ssize_t rrecvmsg(int s, msghdr* msg, int flags) {
     errno = ENOTSUP;
     return -1;
   }
-  return cm::rs_recvv(s, msg->msg_iov, int(msg->msg_iovlen), flags);
+  auto* from = static_cast<sockaddr*>(msg->msg_name);
+  return cm::rs_recvfrom(s, msg->msg_iov, int(msg->msg_iovlen), flags, from, from != nullptr ? &msg->msg_namelen : nullptr);
 }
 SV_EXPORT ssize_t rsend(int s, const void* buf, size_t len, int flags) { return cm::rs_send(s, buf, len, flags); }
-// A connected stream socket ignores the destination, as TCP's sendto does.
-SV_EXPORT ssize_t rsendto(int s, const void* buf, size_t len, int flags, const sockaddr*, socklen_t) {
-  return cm::rs_send(s, buf, len, flags);
+SV_EXPORT ssize_t rsendto(int s, const void* buf, size_t len, int flags, const sockaddr* to, socklen_t tolen) {
+  iovec iov{const_cast<void*>(buf), len};
+  return cm::rs_sendto(s, &iov, 1, flags, to, tolen);
 }
 SV_EXPORT ssize_t rsendmsg(int s, const msghdr* msg, int flags) {
   if (msg == nullptr) {
@@ -50,7 +48,8 @@ SV_EXPORT ssize_t rsendmsg(int s, const msghdr* msg, int flags) {
     errno = ENOTSUP;
     return -1;
   }
-  return cm::rs_sendv(s, msg->msg_iov, int(msg->msg_iovlen), flags);
+  return cm::rs_sendto(s, msg->msg_iov, int(msg->msg_iovlen), flags, static_cast<const sockaddr*>(msg->msg_name),
+                       msg->msg_namelen);
 }
 SV_EXPORT ssize_t rread(int s, void* buf, size_t len) { return cm::rs_recv(s, buf, len, 0); }
 SV_EXPORT ssize_t rreadv(int s, const iovec* iov, int iovcnt) { return cm::rs_recvv(s, iov, iovcnt, 0); }

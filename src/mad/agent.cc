@@ -3,6 +3,7 @@
 #include <cinttypes>
 #include <cstdlib>
 #include <memory>
+#include <optional>
 #include <string>
 
 #include "mad/mad_layout.h"
@@ -10,8 +11,10 @@
 #include "mad/pma_counters.h"
 #include "mad/port_view.h"
 #include "mad/subnet_sma.h"
+#include "mad/vl15_buffer.h"
 #include "shm/port_qos.h"
 #include "util/log.h"
+#include "util/time.h"
 
 namespace softverbs::mad {
 namespace {
@@ -92,6 +95,13 @@ Disposition answer_mad(const shm::Segment& seg, const uint8_t* in, size_t len, u
   const uint8_t klass = MgmtClass::get(in);
   const bool smp = klass == static_cast<uint8_t>(MgmtClassId::kSubnLidRouted) ||
                    klass == static_cast<uint8_t>(MgmtClassId::kSubnDirectedRoute);
+  // Every SMP this port takes in, a request for its SMA or an answer from
+  // the subnet, passes through VL15's buffer; one that finds it full is lost.
+  std::optional<Vl15Slot> vl15;
+  if (smp) {
+    vl15.emplace(seg.header().vl15, vl15_buffer_from_env(), now_ns());
+    if (!vl15->held()) return Disposition::kDrop;
+  }
   // With a topology every SMP goes through the subnet, so the device's CA
   // is the topology's (its port count) whichever way it is asked.
   if (smp && (loaded_subnet(seg).state != nullptr || leaves_port(port_view(seg), in, len, dlid)))

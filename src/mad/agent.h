@@ -21,7 +21,8 @@ namespace softverbs::mad {
 // hop or more, goes into the subnet of SOFTVERBS_TOPOLOGY
 // (mad/subnet_sma.h) and is dropped without one. Classes without an agent
 // in the device are dropped (they belong to userspace agents, which come
-// later).
+// later), and so is an SMP that finds the port's VL15 buffer full
+// (mad/vl15_buffer.h: counted in VL15Dropped).
 Disposition answer_mad(const shm::Segment& seg, const uint8_t* in, size_t len, uint16_t dlid, uint8_t* out);
 
 // Whether SOFTVERBS_TOPOLOGY names a file that could not be used (its

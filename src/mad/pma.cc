@@ -27,6 +27,7 @@ using CounterSelect = BeField<2, 2>;
 using SymbolErrorCounter = BeField<4, 2>;
 using PortRcvErrors = BeField<8, 2>;
 using PortXmitDiscards = BeField<14, 2>;
+using Vl15Dropped = BeField<22, 2>;
 using PortXmitData = BeField<24, 4>;
 using PortRcvData = BeField<28, 4>;
 using PortXmitPkts = BeField<32, 4>;
@@ -60,7 +61,7 @@ void set_saturated(uint8_t* d, uint64_t v) {
 
 // CounterSelect bit -> the counter it clears (-1: one we keep at zero anyway).
 constexpr int kPortCountersSelect[16] = {
-    kSymbolErrors, -1, -1, kRcvErrors, -1, -1, kXmitDiscards, -1, -1, -1, -1, -1,
+    kSymbolErrors, -1, -1, kRcvErrors, -1, -1, kXmitDiscards, -1, -1, -1, -1, kVl15Dropped,
     kXmitData,     kRcvData, kXmitPkts, kRcvPkts};
 constexpr int kExtendedSelect[8] = {kXmitData, kRcvData, kXmitPkts, kRcvPkts,
                                     kXmitPkts, kRcvPkts, kMcastXmitPkts, kMcastRcvPkts};
@@ -94,6 +95,7 @@ void fill_port_counters(const PmaCounters& c, uint8_t* d) {
   set_saturated<SymbolErrorCounter>(d, c.v[kSymbolErrors]);
   set_saturated<PortRcvErrors>(d, c.v[kRcvErrors]);
   set_saturated<PortXmitDiscards>(d, c.v[kXmitDiscards]);
+  set_saturated<Vl15Dropped>(d, c.v[kVl15Dropped]);
   set_saturated<PortXmitData>(d, c.v[kXmitData]);
   set_saturated<PortRcvData>(d, c.v[kRcvData]);
   set_saturated<PortXmitPkts>(d, c.v[kXmitPkts]);

@@ -27,8 +27,10 @@ enum PmaCounter : unsigned {
   kMcastRcvPkts,
   kXmitDataSl0,                  // PortXmitDataSL, SL 0..15
   kRcvDataSl0 = kXmitDataSl0 + 16,  // PortRcvDataSL
-  kPmaCounterCount = kRcvDataSl0 + 16,
+  kVl15Dropped = kRcvDataSl0 + 16,  // SMPs VL15's buffer had no room for
+  kPmaCounterCount,
 };
+static_assert(kPmaCounterCount <= 64, "a reset mask has one bit per counter");
 struct PmaCounters {
   uint64_t v[kPmaCounterCount] = {};
 };

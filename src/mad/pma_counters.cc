@@ -91,6 +91,7 @@ PmaCounters raw_pma_counters(const shm::Segment& seg) {
     c.v[kXmitDataSl0 + sl] = t.xmit_words_sl[sl];
     c.v[kRcvDataSl0 + sl] = t.rcv_words_sl[sl];
   }
+  c.v[kVl15Dropped] = seg.header().vl15.dropped.load(std::memory_order_relaxed);
   c.v[kXmitPkts] = t.xmit_packets;
   c.v[kRcvPkts] = t.rcv_packets;
   return c;

@@ -42,6 +42,7 @@ PmaCounters sample() {
   c.v[kXmitDataSl0 + 2] = 0x1'0000'0000ull;  // more than 32 bits: stops at 0xffffffff
   c.v[kXmitDataSl0 + 15] = 5;
   c.v[kRcvDataSl0 + 1] = 0x01020304;
+  c.v[kVl15Dropped] = 0x0203;
   return c;
 }
 
@@ -77,7 +78,8 @@ TEST(Pma, PortCountersGolden) {
                                     0x00, 0x03, 0x00, 0x00,              // SymbolErrorCounter, link counters
                                     0xff, 0xff, 0, 0, 0, 0,              // PortRcvErrors (saturated)
                                     0x00, 0x07,                          // PortXmitDiscards
-                                    0, 0, 0, 0, 0, 0, 0, 0,              // constraint, VL15
+                                    0, 0, 0, 0, 0, 0,                    // constraint errors
+                                    0x02, 0x03,                          // VL15Dropped
                                     0xff, 0xff, 0xff, 0xff,              // PortXmitData (saturated)
                                     0x01, 0x02, 0x03, 0x04,              // PortRcvData
                                     0x00, 0x00, 0x00, 0x64,              // PortXmitPkts
@@ -106,6 +108,10 @@ TEST(Pma, SetResetsWhatCounterSelectNames) {
   EXPECT_EQ(a.reset, (1u << kXmitData) | (1u << kRcvPkts));
   EXPECT_EQ(data(a.out, 44)[27], 0x00);  // PortXmitData shown cleared
   EXPECT_EQ(data(a.out, 44)[31], 0x04);  // PortRcvData kept
+  // VL15Dropped is bit 11 (IBA 16.1.3.5).
+  a = ask(pma(0x02, 0x0012, 1, 1u << 11));
+  EXPECT_EQ(a.reset, 1ull << kVl15Dropped);
+  EXPECT_EQ(data(a.out, 44)[23], 0x00);
   a = ask(pma(0x02, 0x001d, 0xff, 0xff));
   EXPECT_EQ(a.reset, (1u << kXmitData) | (1u << kRcvData) | (1u << kXmitPkts) | (1u << kRcvPkts) |
                          (1u << kMcastXmitPkts) | (1u << kMcastRcvPkts));

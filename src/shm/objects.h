@@ -411,10 +411,25 @@ struct alignas(64) VlLane {
   std::atomic<uint64_t> waiting_ns;    // the last time a sender waited here without a share
   std::atomic<uint64_t> xmit_words;    // what left on this VL, as PortXmitData counts (4-octet words)
   std::atomic<uint64_t> xmit_packets;
+  // What its senders spent waiting while other VLs had the link (or none
+  // had a share for it): PMA PortXmitWait and PortVLXmitWaitCounters.
+  std::atomic<uint64_t> xmit_wait_ns;
 };
 struct alignas(64) PortLink {
   std::atomic<uint32_t> config;  // 0 until the first attach: shm::LinkConfig packed (port_link.h)
   alignas(64) VlLane lane[kVls];
+};
+
+// VL15's receive buffer (issue 20, mad/vl15_buffer.h): the subnet
+// management packets the port has taken in and its SMA not yet answered.
+// A slot is a lease, claimed by CAS and never locked, so a process that dies
+// holding one loses it only until the lease ends. Off the data path: only
+// MADs touch it, and `dropped` is shared by every process.
+inline constexpr unsigned kVl15BufferMax = 64;
+struct alignas(64) Vl15Buffer {
+  std::atomic<uint32_t> capacity;  // 0 until the first SMP: SOFTVERBS_VL15_BUFFER, then fixed
+  std::atomic<uint64_t> dropped;   // SMPs that found every slot taken (PMA VL15Dropped)
+  alignas(64) std::atomic<uint64_t> slot[kVl15BufferMax];  // 0 free, else when its lease ends (ns)
 };
 
 struct alignas(4096) SegmentHeader {
@@ -443,6 +458,7 @@ struct alignas(4096) SegmentHeader {
   PortCounters port;  // totals of processes that are gone
   PortQos qos;
   PortLink link;
+  Vl15Buffer vl15;
 };
 
 }  // namespace softverbs::shm

@@ -7,7 +7,8 @@
 // program closed its end would raise SIGPIPE; send() can refuse quietly.) umad_send answers a MAD for this port's own
 // agents at once, in the caller's thread (mad/agent.h); a MAD that gets no
 // answer (another port, a directed route out of the port, a class with no
-// agent in the device, a path off the topology's fabric) comes back after timeout_ms x (retries + 1) with
+// agent in the device, a path off the topology's fabric, an SMP that VL15's
+// buffer had no room for) comes back after timeout_ms x (retries + 1) with
 // status ETIMEDOUT, queued by one timer thread per process.
 #include <poll.h>
 #include <sys/socket.h>

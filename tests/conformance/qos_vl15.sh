@@ -1,0 +1,116 @@
+#!/usr/bin/env bash
+# Issue 20: VL15 on a paced link. Subnet management packets have a small
+# buffer of their own (SOFTVERBS_VL15_BUFFER) and never wait behind data.
+#   qos_vl15.sh <dir of the libraries> <softverbs_mad_flood> <scenario>
+# Scenarios:
+#   flood  VL15's buffer is one MAD; two threads flood the port with SMPs
+#          while an ib_write_bw pair runs on SL0 and ibv_rc_pingpong -c
+#          checks its data on SL2: perfquery's VL15Dropped grows, and the
+#          data moves at the rate it has without the flood.
+# Every tool runs under `timeout`; background processes are killed by PID.
+. "$(dirname "$0")/ports.sh"
+set -euo pipefail
+lib=$1
+flood=$2
+scenario=$3
+export LD_LIBRARY_PATH=$lib
+export SOFTVERBS_DEVICE_PATH=/dev/shm/softverbs-conf-vl15-$scenario-$$
+export SOFTVERBS_LINK=4xSDR SOFTVERBS_LINK_PACING=1
+work=$(mktemp -d)
+pids=()
+cleanup() {
+  for p in "${pids[@]}"; do kill -TERM "$p" 2>/dev/null || true; done
+  for p in "${pids[@]}"; do
+    for _ in $(seq 20); do kill -0 "$p" 2>/dev/null || break; sleep 0.1; done
+    kill -KILL "$p" 2>/dev/null || true
+    wait "$p" 2>/dev/null || true
+  done
+  rm -rf "$SOFTVERBS_DEVICE_PATH" "$SOFTVERBS_DEVICE_PATH.sysfs" "$SOFTVERBS_DEVICE_PATH.pma" "$work"
+}
+trap cleanup EXIT
+fail() { echo "FAIL: vl15 $scenario: $*" >&2; exit 1; }
+for tool in ib_write_bw ibv_rc_pingpong perfquery smpquery; do
+  command -v $tool >/dev/null || { echo "SKIP: $tool is not installed"; exit 77; }
+done
+[ -x "$flood" ] || fail "no $flood"
+
+run_timeout=60
+. "$(dirname "$0")/diag_output.sh"
+
+# pair NAME SL CLIENT-OPTIONS...: a server and a client of one tool on SL,
+# in the background; the client retries only a rendezvous the server was
+# not yet listening for. Their output: $work/NAME.server, $work/NAME.client.
+pair() {
+  local name=$1 sl=$2 tool=$3 port
+  shift 3
+  port=$(free_tcp_port $(( 18000 + sl * 11 + ${#name} )))
+  timeout 90 "$tool" -d softverbs0 -p "$port" "$@" >"$work/$name.server" 2>&1 &
+  pids+=($!)
+  (
+    for _ in $(seq 100); do
+      rc=0
+      timeout 90 "$tool" -d softverbs0 -p "$port" "$@" localhost >"$work/$name.client" 2>&1 || rc=$?
+      if [ $rc -ne 0 ] && grep -q "Couldn't connect" "$work/$name.client"; then sleep 0.1; else exit $rc; fi
+    done
+    exit 1
+  ) &
+  pids+=($!)
+}
+# wait_all: every background tool exited 0.
+wait_all() {
+  for p in "${pids[@]}"; do wait "$p" || fail "a tool exited $? ($(tail -n 3 "$work"/*.client | tr '\n' ' '))"; done
+  pids=()
+}
+# gbits NAME: ib_write_bw's average bandwidth (--report_gbits).
+gbits() {
+  awk '/#bytes/ {on = 1; next} on && NF >= 4 && $1 ~ /^[0-9]+$/ {print $4; exit}' "$work/$1.client"
+}
+
+case $scenario in
+  flood)
+    export SOFTVERBS_VL15_BUFFER=1
+    pair idle 0 ib_write_bw --sl 0 -D 3 --report_gbits
+    wait_all
+    idle=$(gbits idle)
+    run before perfquery
+    before=$(field "$work/before" VL15Dropped)
+    timeout 60 "$flood" flood 2 6 >"$work/flood" 2>&1 &
+    fpid=$!
+    pids+=($fpid)
+    sleep 0.5
+    pair loaded 0 ib_write_bw --sl 0 -D 3 --report_gbits
+    pair check 2 ibv_rc_pingpong -l 2 -s 65536 -n 300 -c
+    # Management still works while SMPs are being dropped: the PMA's GMPs
+    # travel on a data VL, not through VL15's buffer.
+    sleep 1.5
+    run during perfquery
+    during=$(field "$work/during" VL15Dropped)
+    wait_all
+    loaded=$(gbits loaded)
+    run after perfquery
+    after=$(field "$work/after" VL15Dropped)
+    echo "ib_write_bw: ${idle} Gb/s alone, ${loaded} Gb/s during the flood; flood: $(cat "$work/flood")"
+    echo "VL15Dropped: ${before} before, ${during} during, ${after} after"
+    read -r _ sent _ answered <"$work/flood"
+    [ "$answered" -lt "$sent" ] || fail "every SMP of the flood was answered"
+    [ "$before" = 0 ] || fail "VL15Dropped was $before before the flood"
+    [ "$during" -gt 0 ] && [ "$after" -ge "$during" ] || fail "VL15Dropped did not grow"
+    # Dropped SMPs count until the 16-bit counter stops at its top.
+    [ "$after" -eq 65535 ] || [ "$after" -eq $(( sent - answered )) ] ||
+      fail "VL15Dropped $after, but $(( sent - answered )) SMPs went unanswered"
+    grep -q "bytes in" "$work/check.client" || fail "ibv_rc_pingpong -c: $(cat "$work/check.client")"
+    python3 - "$idle" "$loaded" <<'PY' || fail "the data's rate moved"
+import sys
+idle, loaded = float(sys.argv[1]), float(sys.argv[2])
+# 4X SDR carries 8 Gb/s of data; alone the pair fills most of it, unless
+# the shared cores are busy. During the flood it keeps to its rate alone,
+# or runs near the link's (another load may have slowed the first run).
+if idle < 8.0 * 0.3:
+    sys.exit("ib_write_bw alone made only %.2f Gb/s" % idle)
+if loaded < idle * 0.8 and loaded < 8.0 * 0.85:
+    sys.exit("ib_write_bw made %.2f Gb/s during the flood, %.2f alone" % (loaded, idle))
+PY
+    ;;
+  *) fail "unknown scenario" ;;
+esac
+echo "PASS: vl15 $scenario"

@@ -4,9 +4,17 @@
 #   qos_vl15.sh <dir of the libraries> <softverbs_mad_flood> <scenario>
 # Scenarios:
 #   flood  VL15's buffer is one MAD; two threads flood the port with SMPs
+#          (32 each at the start of every millisecond, together)
 #          while an ib_write_bw pair runs on SL0 and ibv_rc_pingpong -c
 #          checks its data on SL2: perfquery's VL15Dropped grows, and the
 #          data moves at the rate it has without the flood.
+#   rtt    a MAD's round trip idle, then with both data VLs saturated (two
+#          ib_write_bw pairs, SL0 on VL0 and SL2 on VL2, sharing the paced
+#          link): the median of `smpquery nodeinfo` runs (the whole tool)
+#          and of NodeInfo round trips inside one process stays within 2x
+#          of idle, or of a floor that absorbs the noise of shared cores.
+#          smpquery and perfquery show the tables and the per-SL and
+#          per-VL counters of that run.
 # Every tool runs under `timeout`; background processes are killed by PID.
 . "$(dirname "$0")/ports.sh"
 set -euo pipefail
@@ -66,7 +74,65 @@ gbits() {
   awk '/#bytes/ {on = 1; next} on && NF >= 4 && $1 ~ /^[0-9]+$/ {print $4; exit}' "$work/$1.client"
 }
 
+# smpquery_ms N: the median wall time, in ms, of N `smpquery nodeinfo` runs.
+smpquery_ms() {
+  local i t0 t1
+  for i in $(seq "$1"); do
+    t0=$(date +%s%N)
+    run "nodeinfo$i" smpquery nodeinfo 1
+    t1=$(date +%s%N)
+    echo $(( (t1 - t0) / 1000 ))
+  done | sort -n | awk '{v[NR] = $1} END {printf "%.1f\n", v[int((NR + 1) / 2)] / 1000}'
+}
+# rtt_us N: the median in-process NodeInfo round trip of N, in us.
+rtt_us() {
+  timeout 60 "$flood" rtt "$1" >"$work/rtt" 2>&1 || fail "rtt: $(cat "$work/rtt")"
+  awk '{print $2}' "$work/rtt"
+}
+# within_2x WHAT IDLE LOADED FLOOR: LOADED <= 2 x max(IDLE, FLOOR).
+within_2x() {
+  python3 - "$@" <<'PY' || fail "$1: the round trip grew under load"
+import sys
+what, idle, loaded, floor = sys.argv[1], float(sys.argv[2]), float(sys.argv[3]), float(sys.argv[4])
+print("%s: idle %.1f, both data VLs saturated %.1f (limit %.1f)" % (what, idle, loaded, 2 * max(idle, floor)))
+if loaded > 2 * max(idle, floor):
+    sys.exit(1)
+PY
+}
+
 case $scenario in
+  rtt)
+    idle_tool=$(smpquery_ms 9)
+    idle_rtt=$(rtt_us 2000)
+    pair sl0 0 ib_write_bw --sl 0 -D 10 --report_gbits
+    pair sl2 2 ib_write_bw --sl 2 -D 10 --report_gbits
+    sleep 2
+    run x0 perfquery -X
+    loaded_tool=$(smpquery_ms 9)
+    loaded_rtt=$(rtt_us 2000)
+    run x1 perfquery -X
+    run pc perfquery
+    expect "$work/pc" VL15Dropped 0
+    run sl2vl smpquery sl2vl 1
+    run vlarb smpquery vlarb 1
+    wait_all
+    within_2x "smpquery nodeinfo (ms)" "$idle_tool" "$loaded_tool" 40
+    within_2x "NodeInfo round trip (us)" "$idle_rtt" "$loaded_rtt" 200
+    # Both VLs really were busy while the MADs were timed.
+    for sl in 0 2; do
+      a=$(field "$work/x0" XmtDataSL$sl) b=$(field "$work/x1" XmtDataSL$sl)
+      echo "SL$sl: $(( (b - a) * 4 )) bytes sent while MADs were timed"
+      [ $(( b - a )) -gt 0 ] || fail "SL$sl sent nothing while MADs were timed"
+    done
+    # The tables the data followed: SL n -> VL n mod 8, every data VL once
+    # in the low list with weight 64 (0x40).
+    grep -q "| 0| 1| 2| 3| 4| 5| 6| 7| 0| 1| 2| 3| 4| 5| 6| 7|" "$work/sl2vl" ||
+      { cat "$work/sl2vl" >&2; fail "smpquery sl2vl: not the boot table"; }
+    awk '/^VL /||/^WEIGHT/' "$work/vlarb" | head -2 >"$work/vlarb.low"
+    printf '%s\n' 'VL    : |0x0 |0x1 |0x2 |0x3 |0x4 |0x5 |0x6 |0x7 |' \
+      'WEIGHT: |0x40|0x40|0x40|0x40|0x40|0x40|0x40|0x40|' >"$work/vlarb.want"
+    diff "$work/vlarb.want" "$work/vlarb.low" >&2 || fail "smpquery vlarb: not the boot table"
+    ;;
   flood)
     export SOFTVERBS_VL15_BUFFER=1
     pair idle 0 ib_write_bw --sl 0 -D 3 --report_gbits
@@ -74,12 +140,12 @@ case $scenario in
     idle=$(gbits idle)
     run before perfquery
     before=$(field "$work/before" VL15Dropped)
-    timeout 60 "$flood" flood 2 6 >"$work/flood" 2>&1 &
+    timeout 60 "$flood" flood 2 6 32 >"$work/flood" 2>&1 &
     fpid=$!
     pids+=($fpid)
     sleep 0.5
     pair loaded 0 ib_write_bw --sl 0 -D 3 --report_gbits
-    pair check 2 ibv_rc_pingpong -l 2 -s 65536 -n 300 -c
+    pair check 2 ibv_rc_pingpong -e -l 2 -s 65536 -n 300 -c
     # Management still works while SMPs are being dropped: the PMA's GMPs
     # travel on a data VL, not through VL15's buffer.
     sleep 1.5

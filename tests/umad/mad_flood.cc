@@ -1,9 +1,11 @@
 // Subnet management packets for the VL15 tests (issue 20), through
 // libibumad.so.3's public API only, as any SM or tool would use it.
-//   softverbs_mad_flood flood THREADS SECONDS
+//   softverbs_mad_flood flood THREADS SECONDS [BURST]
 //       THREADS threads, each with its own open port, send NodeInfo SMPs
-//       (LID routed to the port itself) back to back for SECONDS, reading
-//       whatever answers came; prints how many were sent and answered.
+//       (LID routed to the port itself) for SECONDS, reading whatever
+//       answers came; prints how many were sent and answered. Back to back,
+//       or BURST at a time at the start of every millisecond, all threads
+//       at once (a flood that leaves the cores some time for the data).
 //   softverbs_mad_flood rtt COUNT
 //       COUNT NodeInfo round trips one after another (send, then wait for
 //       the answer); prints the median and the 90th percentile in us.
@@ -46,21 +48,29 @@ struct Port {
   ~Port() { umad_close_port(fd); }
 };
 
-void flood(std::chrono::steady_clock::time_point until) {
+void flood(std::chrono::steady_clock::time_point start, std::chrono::steady_clock::time_point until, int burst) {
   Port p;
   const int fd = p.fd, agent = p.agent;
   uint8_t* m = p.m;
   std::vector<uint8_t>& req = p.req;
   std::vector<uint8_t>& resp = p.resp;
   uint64_t n = 0, got = 0;
+  auto tick = start;
   while (std::chrono::steady_clock::now() < until) {
-    m[15] = static_cast<uint8_t>(n);  // TID
-    // No timeout: a dropped SMP is simply not answered.
-    if (umad_send(fd, agent, req.data(), kMad, 0, 0) == 0) ++n;
-    int len = kMad;
-    while (umad_recv(fd, resp.data(), &len, 0) >= 0) {
-      ++got;
-      len = kMad;
+    for (int i = 0; i < (burst > 0 ? burst : 1); ++i) {
+      m[15] = static_cast<uint8_t>(n);  // TID
+      // No timeout: a dropped SMP is simply not answered.
+      if (umad_send(fd, agent, req.data(), kMad, 0, 0) == 0) ++n;
+      int len = kMad;
+      while (umad_recv(fd, resp.data(), &len, 0) >= 0) {
+        ++got;
+        len = kMad;
+      }
+    }
+    if (burst > 0) {
+      // Every thread's burst starts on the same millisecond.
+      tick += std::chrono::milliseconds(1);
+      std::this_thread::sleep_until(tick);
     }
   }
   int len = kMad;
@@ -99,15 +109,16 @@ int main(int argc, char** argv) {
   const std::string mode = argc > 1 ? argv[1] : "";
   if (umad_init() != 0) return 1;
   if (mode == "rtt" && argc == 3 && std::atoi(argv[2]) > 0) return rtt(std::atoi(argv[2]));
-  if (mode != "flood" || argc != 4) {
-    std::fprintf(stderr, "usage: %s flood THREADS SECONDS | rtt COUNT\n", argv[0]);
+  if (mode != "flood" || argc < 4 || argc > 5) {
+    std::fprintf(stderr, "usage: %s flood THREADS SECONDS [BURST] | rtt COUNT\n", argv[0]);
     return 2;
   }
   const int threads = std::atoi(argv[2]);
-  const auto until = std::chrono::steady_clock::now() + std::chrono::milliseconds(
-                                                             static_cast<int64_t>(std::atof(argv[3]) * 1000));
+  const int burst = argc == 5 ? std::atoi(argv[4]) : 0;
+  const auto start = std::chrono::steady_clock::now();
+  const auto until = start + std::chrono::milliseconds(static_cast<int64_t>(std::atof(argv[3]) * 1000));
   std::vector<std::thread> t;
-  for (int i = 0; i < threads; ++i) t.emplace_back(flood, until);
+  for (int i = 0; i < threads; ++i) t.emplace_back(flood, start, until, burst);
   for (auto& x : t) x.join();
   std::printf("sent %llu answered %llu\n", static_cast<unsigned long long>(sent.load()),
               static_cast<unsigned long long>(answered.load()));

@@ -47,11 +47,14 @@ using PortMulticastXmitPkts = BeField<56, 8>;
 using PortMulticastRcvPkts = BeField<64, 8>;
 }  // namespace port_counters_ext
 
-namespace port_data_sl {  // IBA 16.1.4.7 PortXmitDataSL, 16.1.4.8 PortRcvDataSL
+// IBA 16.1.4.7 PortXmitDataSL, 16.1.4.8 PortRcvDataSL: sixteen 32-bit
+// counters, one per SL; PortVLXmitWaitCounters: sixteen 16-bit ones, one per
+// VL. CounterSelect bit n names the n-th.
+namespace per_lane {
 using PortSelect = BeField<1, 1>;
-using CounterSelect = BeField<2, 2>;  // bit n: SL n
-constexpr size_t kFirst = 4;          // SL n's 32-bit counter at kFirst + 4n
-}  // namespace port_data_sl
+using CounterSelect = BeField<2, 2>;
+constexpr size_t kFirst = 4;  // counter n at kFirst + n x its width
+}  // namespace per_lane
 
 // The PortCounters fields stop at their largest value rather than wrap.
 template <class F>
@@ -73,19 +76,22 @@ uint64_t select_mask(const int* table, unsigned n, uint16_t select) {
   return mask;
 }
 
-MadStatus answer_data_sl(const PmaCounters& now, bool set, unsigned first, const uint8_t* in_data, uint8_t* d,
-                         uint64_t* reset) {
-  using namespace port_data_sl;
+// Sixteen counters of `Width` bytes from PmaCounter `first` on; they stop
+// at their largest value rather than wrap.
+template <size_t Width>
+MadStatus answer_per_lane(const PmaCounters& now, bool set, unsigned first, const uint8_t* in_data, uint8_t* d,
+                          uint64_t* reset) {
+  using namespace per_lane;
+  using Counter = BeField<0, Width>;
   const uint8_t port = PortSelect::get(in_data);
   if (port != 1 && port != kAllPorts) return MadStatus::kInvalidField;
   const uint16_t select = CounterSelect::get(in_data);
   PortSelect::set(d, port);
   CounterSelect::set(d, select);
-  for (unsigned sl = 0; sl < 16; ++sl) {
-    const bool cleared = set && (select & (1u << sl)) != 0;
-    if (cleared) *reset |= 1ull << (first + sl);
-    const uint64_t v = cleared ? 0 : std::min<uint64_t>(now.v[first + sl], 0xffffffffu);
-    BeField<0, 4>::set(d + kFirst + 4 * sl, v);
+  for (unsigned n = 0; n < 16; ++n) {
+    const bool cleared = set && (select & (1u << n)) != 0;
+    if (cleared) *reset |= 1ull << (first + n);
+    Counter::set(d + kFirst + Width * n, cleared ? 0 : std::min<uint64_t>(now.v[first + n], Counter::kMask));
   }
   return MadStatus::kOk;
 }
@@ -124,6 +130,9 @@ MadStatus answer(const PmaCounters& now, uint8_t method, uint16_t attr, const ui
       if (set) return MadStatus::kAttributeUnsupported;
       class_port_info::BaseVersion::set(d, kMadBaseVersion);
       class_port_info::ClassVersion::set(d, kPmaClassVersion);
+      // Not bit 12 (PortCounters:PortXmitWait): the link as a whole never
+      // idles with data waiting here, so that field stays 0 and is not
+      // offered; the per-VL waits (PortVLXmitWaitCounters) need no bit.
       class_port_info::CapabilityMask::set(d, kAllPortSelect | kExtendedWidth);
       class_port_info::RespTimeValue::set(d, 16);
       return MadStatus::kOk;
@@ -147,9 +156,11 @@ MadStatus answer(const PmaCounters& now, uint8_t method, uint16_t attr, const ui
       return MadStatus::kOk;
     }
     case PmaAttr::kPortXmitDataSl:
-      return answer_data_sl(now, set, kXmitDataSl0, in_data, d, reset);
+      return answer_per_lane<4>(now, set, kXmitDataSl0, in_data, d, reset);
     case PmaAttr::kPortRcvDataSl:
-      return answer_data_sl(now, set, kRcvDataSl0, in_data, d, reset);
+      return answer_per_lane<4>(now, set, kRcvDataSl0, in_data, d, reset);
+    case PmaAttr::kPortVlXmitWaitCounters:  // IBA 16.1.4: ticks a VL had data and sent none
+      return answer_per_lane<2>(now, set, kXmitWaitVl0, in_data, d, reset);
   }
   return MadStatus::kAttributeUnsupported;
 }

@@ -43,6 +43,9 @@ PmaCounters sample() {
   c.v[kXmitDataSl0 + 15] = 5;
   c.v[kRcvDataSl0 + 1] = 0x01020304;
   c.v[kVl15Dropped] = 0x0203;
+  c.v[kXmitWaitVl0 + 0] = 0x0102;
+  c.v[kXmitWaitVl0 + 2] = 0x12345;  // more than 16 bits: stops at 0xffff
+  c.v[kXmitWaitVl0 + 15] = 9;
   return c;
 }
 
@@ -149,6 +152,26 @@ TEST(Pma, PortRcvDataSlGoldenAndReset) {
   EXPECT_EQ(Status::get(ask(pma(0x01, 0x0036, 3)).out.data()), 0x001c);  // no port 3
 }
 
+TEST(Pma, PortVlXmitWaitCountersGoldenAndReset) {
+  Answer a = ask(pma(0x01, 0x001c));
+  ASSERT_EQ(a.d, Disposition::kRespond);
+  ASSERT_EQ(Status::get(a.out.data()), 0);
+  Bytes want(36, 0);
+  want[1] = 1;                  // PortSelect
+  want[4] = 0x01, want[5] = 0x02;  // VL0
+  want[8] = want[9] = 0xff;     // VL2, saturated
+  want[35] = 9;                 // VL15
+  EXPECT_EQ(data(a.out, 36), want);
+  EXPECT_EQ(a.reset, 0u);
+  // CounterSelect bit n: VL n.
+  a = ask(pma(0x02, 0x001c, 0xff, (1u << 0) | (1u << 15)));
+  ASSERT_EQ(Status::get(a.out.data()), 0);
+  EXPECT_EQ(a.reset, (1ull << kXmitWaitVl0) | (1ull << (kXmitWaitVl0 + 15)));
+  EXPECT_EQ(data(a.out, 36)[5], 0);
+  EXPECT_EQ(data(a.out, 36)[9], 0xff);  // VL2 kept
+  EXPECT_EQ(Status::get(ask(pma(0x01, 0x001c, 2)).out.data()), 0x001c);  // no port 2
+}
+
 TEST(Pma, BadInput) {
   Answer a = ask(pma(0x01, 0x0012, 2));  // a port the CA has not
   EXPECT_EQ(Status::get(a.out.data()), 0x001c);
@@ -158,6 +181,10 @@ TEST(Pma, BadInput) {
   a = ask(pma(0x01, 0x0016));  // PortXmitDiscardDetails: not there
   EXPECT_EQ(Status::get(a.out.data()), 0x000c);
   EXPECT_EQ(data(a.out, 4), Bytes({0, 0, 0, 0}));
+  // Per-VL attributes without a counter here: no flow control, no
+  // per-VL receive counts.
+  for (uint16_t attr : {0x0018, 0x0019, 0x001a, 0x001b})
+    EXPECT_EQ(Status::get(ask(pma(0x01, attr)).out.data()), 0x000c) << attr;
   a = ask(pma(0x02, 0x0001));
   EXPECT_EQ(Status::get(a.out.data()), 0x000c);
   a = ask(pma(0x06, 0x0012));

@@ -107,10 +107,14 @@ case $scenario in
     pair sl0 0 ib_write_bw --sl 0 -D 10 --report_gbits
     pair sl2 2 ib_write_bw --sl 2 -D 10 --report_gbits
     sleep 2
+    run reset perfquery --vlxmitcounters -R
     run x0 perfquery -X
+    t0=$(date +%s%N)
     loaded_tool=$(smpquery_ms 9)
     loaded_rtt=$(rtt_us 2000)
     run x1 perfquery -X
+    run wait perfquery --vlxmitcounters
+    t1=$(date +%s%N)
     run pc perfquery
     expect "$work/pc" VL15Dropped 0
     run sl2vl smpquery sl2vl 1
@@ -124,6 +128,23 @@ case $scenario in
       echo "SL$sl: $(( (b - a) * 4 )) bytes sent while MADs were timed"
       [ $(( b - a )) -gt 0 ] || fail "SL$sl sent nothing while MADs were timed"
     done
+    # PortVLXmitWaitCounters (ticks of 64 us): each VL waited while the
+    # other's data had the link, and no other VL waited at all.
+    for vl in 1 3 4 5 6 7 8 9 10 11 12 13 14 15; do
+      [ "$(field "$work/wait" PortVLXmitWait$vl)" = 0 ] || { cat "$work/wait" >&2; fail "VL$vl waited"; }
+    done
+    python3 - $(( t1 - t0 )) "$(field "$work/wait" PortVLXmitWait0)" "$(field "$work/wait" PortVLXmitWait2)" \
+      $(( $(field "$work/x1" XmtDataSL0) - $(field "$work/x0" XmtDataSL0) )) \
+      $(( $(field "$work/x1" XmtDataSL2) - $(field "$work/x0" XmtDataSL2) )) <<'PY' || fail "PortVLXmitWait"
+import sys
+ns, w0, w2, d0, d2 = (int(v) for v in sys.argv[1:])
+# What the other VL's words take alone on 8 Gb/s, in ms, against the wait.
+for vl, wait, other in ((0, w0, d2), (2, w2, d0)):
+    wait_ms, other_ms = wait * 0.064, other * 32 / 8e9 * 1e3
+    print("VL%d waited %.0f ms of %.0f; the other VL's data took %.0f ms of the link" % (vl, wait_ms, ns / 1e6, other_ms))
+    if not 0.1 * ns / 1e6 < wait_ms < 0.9 * ns / 1e6:
+        sys.exit("VL%d waited %.0f ms of %.0f" % (vl, wait_ms, ns / 1e6))
+PY
     # The tables the data followed: SL n -> VL n mod 8, every data VL once
     # in the low list with weight 64 (0x40).
     grep -q "| 0| 1| 2| 3| 4| 5| 6| 7| 0| 1| 2| 3| 4| 5| 6| 7|" "$work/sl2vl" ||

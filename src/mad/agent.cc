@@ -42,7 +42,15 @@ const LoadedSubnet& loaded_subnet(const shm::Segment& seg) {
     l->topology = std::move(p.topology);
     char digest[17];
     std::snprintf(digest, sizeof digest, "%016" PRIx64, topology_hash(l->topology));
-    auto st = shm::SubnetState::open(seg.path() + ".subnet-" + digest);
+    // Without an SM, the CAs' ports keep the tables the file gives them.
+    const Topology& t = l->topology;
+    auto st = shm::SubnetState::open(seg.path() + ".subnet-" + digest, [&t](shm::SubnetNode* nodes) {
+      if (!t.has_ca_qos) return;
+      for (size_t i = 0; i < t.nodes.size() && i < shm::kSubnetMaxNodes; ++i)
+        if (!t.nodes[i].is_switch())
+          for (unsigned port = 1; port <= t.nodes[i].num_ports && port < shm::kSubnetMaxPorts; ++port)
+            nodes[i].ports[port].qos = t.ca_qos;
+    });
     if (!st.is_ok()) {
       l->failed = true;
       return l;
@@ -81,6 +89,20 @@ Disposition answer_in_subnet(const shm::Segment& seg, const uint8_t* in, size_t 
 }
 
 }  // namespace
+
+void claim_boot_qos(const shm::Segment& seg) {
+  shm::SegmentHeader& h = seg.header();
+  if (h.qos.boot_claimed.load(std::memory_order_acquire) != 0) return;
+  // A file that cannot be used claims nothing: the process that brings a
+  // good one gives the port its tables.
+  const LoadedSubnet& l = loaded_subnet(seg);
+  if (l.failed) return;
+  uint32_t unclaimed = 0;
+  if (!h.qos.boot_claimed.compare_exchange_strong(unclaimed, 1, std::memory_order_acq_rel)) return;
+  if (!l.topology.has_ca_qos) return;
+  shm::ControlLock lock(seg);
+  shm::store_qos(h, l.topology.ca_qos);
+}
 
 bool topology_failed() {
   const char* path = std::getenv("SOFTVERBS_TOPOLOGY");

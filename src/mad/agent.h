@@ -25,6 +25,12 @@ namespace softverbs::mad {
 // (mad/vl15_buffer.h: counted in VL15Dropped).
 Disposition answer_mad(const shm::Segment& seg, const uint8_t* in, size_t len, uint16_t dlid, uint8_t* out);
 
+// The first process to attach to the device gives its port the QoS tables
+// of SOFTVERBS_TOPOLOGY's file, if it has any (mad/topology_qos.h); every
+// later call does nothing, so an SM's tables are never undone. Called where
+// a process attaches: the verbs device and libibumad.
+void claim_boot_qos(const shm::Segment& seg);
+
 // Whether SOFTVERBS_TOPOLOGY names a file that could not be used (its
 // error already logged): the device then refuses management access.
 bool topology_failed();

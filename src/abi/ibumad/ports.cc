@@ -134,6 +134,9 @@ bool for_this_port(const ib_mad_addr_t& addr) {
   verbs::fill_port_attr(*seg, &a);
   const uint16_t dlid = be16toh(addr.lid);
   if (dlid == mad::kPermissiveLid) return true;
+  // An Ethernet port has no LID: a GMP for LID 0 (what perfquery resolves
+  // the local port to) is for its own agents, as a RoCE NIC answers its PMA.
+  if (a.link_layer == IBV_LINK_LAYER_ETHERNET) return dlid == 0;
   const uint32_t span = 1u << a.lmc;
   return a.lid != 0 && dlid >= a.lid && dlid < a.lid + span;
 }

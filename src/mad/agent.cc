@@ -3,6 +3,7 @@
 #include <cinttypes>
 #include <cstdlib>
 #include <memory>
+#include <optional>
 #include <string>
 
 #include "mad/mad_layout.h"
@@ -10,8 +11,10 @@
 #include "mad/pma_counters.h"
 #include "mad/port_view.h"
 #include "mad/subnet_sma.h"
+#include "mad/vl15_buffer.h"
 #include "shm/port_qos.h"
 #include "util/log.h"
+#include "util/time.h"
 
 namespace softverbs::mad {
 namespace {
@@ -39,7 +42,15 @@ const LoadedSubnet& loaded_subnet(const shm::Segment& seg) {
     l->topology = std::move(p.topology);
     char digest[17];
     std::snprintf(digest, sizeof digest, "%016" PRIx64, topology_hash(l->topology));
-    auto st = shm::SubnetState::open(seg.path() + ".subnet-" + digest);
+    // Without an SM, the CAs' ports keep the tables the file gives them.
+    const Topology& t = l->topology;
+    auto st = shm::SubnetState::open(seg.path() + ".subnet-" + digest, [&t](shm::SubnetNode* nodes) {
+      if (!t.has_ca_qos) return;
+      for (size_t i = 0; i < t.nodes.size() && i < shm::kSubnetMaxNodes; ++i)
+        if (!t.nodes[i].is_switch())
+          for (unsigned port = 1; port <= t.nodes[i].num_ports && port < shm::kSubnetMaxPorts; ++port)
+            nodes[i].ports[port].qos = t.ca_qos;
+    });
     if (!st.is_ok()) {
       l->failed = true;
       return l;
@@ -79,6 +90,20 @@ Disposition answer_in_subnet(const shm::Segment& seg, const uint8_t* in, size_t 
 
 }  // namespace
 
+void claim_boot_qos(const shm::Segment& seg) {
+  shm::SegmentHeader& h = seg.header();
+  if (h.qos.boot_claimed.load(std::memory_order_acquire) != 0) return;
+  // A file that cannot be used claims nothing: the process that brings a
+  // good one gives the port its tables.
+  const LoadedSubnet& l = loaded_subnet(seg);
+  if (l.failed) return;
+  uint32_t unclaimed = 0;
+  if (!h.qos.boot_claimed.compare_exchange_strong(unclaimed, 1, std::memory_order_acq_rel)) return;
+  if (!l.topology.has_ca_qos) return;
+  shm::ControlLock lock(seg);
+  shm::store_qos(h, l.topology.ca_qos);
+}
+
 bool topology_failed() {
   const char* path = std::getenv("SOFTVERBS_TOPOLOGY");
   if (path == nullptr || *path == '\0') return false;
@@ -92,6 +117,13 @@ Disposition answer_mad(const shm::Segment& seg, const uint8_t* in, size_t len, u
   const uint8_t klass = MgmtClass::get(in);
   const bool smp = klass == static_cast<uint8_t>(MgmtClassId::kSubnLidRouted) ||
                    klass == static_cast<uint8_t>(MgmtClassId::kSubnDirectedRoute);
+  // Every SMP this port takes in, a request for its SMA or an answer from
+  // the subnet, passes through VL15's buffer; one that finds it full is lost.
+  std::optional<Vl15Slot> vl15;
+  if (smp) {
+    vl15.emplace(seg.header().vl15, vl15_buffer_from_env(), now_ns());
+    if (!vl15->held()) return Disposition::kDrop;
+  }
   // With a topology every SMP goes through the subnet, so the device's CA
   // is the topology's (its port count) whichever way it is asked.
   if (smp && (loaded_subnet(seg).state != nullptr || leaves_port(port_view(seg), in, len, dlid)))

@@ -21,8 +21,15 @@ namespace softverbs::mad {
 // hop or more, goes into the subnet of SOFTVERBS_TOPOLOGY
 // (mad/subnet_sma.h) and is dropped without one. Classes without an agent
 // in the device are dropped (they belong to userspace agents, which come
-// later).
+// later), and so is an SMP that finds the port's VL15 buffer full
+// (mad/vl15_buffer.h: counted in VL15Dropped).
 Disposition answer_mad(const shm::Segment& seg, const uint8_t* in, size_t len, uint16_t dlid, uint8_t* out);
+
+// The first process to attach to the device gives its port the QoS tables
+// of SOFTVERBS_TOPOLOGY's file, if it has any (mad/topology_qos.h); every
+// later call does nothing, so an SM's tables are never undone. Called where
+// a process attaches: the verbs device and libibumad.
+void claim_boot_qos(const shm::Segment& seg);
 
 // Whether SOFTVERBS_TOPOLOGY names a file that could not be used (its
 // error already logged): the device then refuses management access.

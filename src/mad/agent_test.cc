@@ -4,11 +4,15 @@
 #include <unistd.h>
 
 #include <array>
+#include <memory>
 #include <random>
+#include <vector>
 
 #include "mad/mad_layout.h"
 #include "mad/pma_counters.h"
+#include "mad/vl15_buffer.h"
 #include "shm/port_qos.h"
+#include "util/time.h"
 
 namespace softverbs::mad {
 namespace {
@@ -97,6 +101,38 @@ TEST_F(AgentTest, SmaSetStoresTheTablesForEveryProcess) {
   // The same Set again changes nothing and leaves the generation alone.
   answer_mad(*seg_, in.data(), in.size(), kPermissiveLid, out.data());
   EXPECT_EQ(h.qos.generation.load(), generation + 1);
+}
+
+TEST_F(AgentTest, AnSmpThatFindsVl15FullIsDroppedAndCounted) {
+  std::array<uint8_t, kMadBytes> in{};
+  in[0] = 1;
+  in[1] = 0x01;
+  in[2] = 1;
+  in[3] = 0x01;
+  AttributeId::set(in.data(), 0x0011);  // NodeInfo
+  std::array<uint8_t, kMadBytes> out{};
+  ASSERT_EQ(answer_mad(*seg_, in.data(), in.size(), kPermissiveLid, out.data()), Disposition::kRespond);
+  // The first SMP fixed the buffer's size; fill every slot, as SMPs that
+  // other threads are having answered would.
+  shm::Vl15Buffer& b = seg_->header().vl15;
+  const uint32_t capacity = b.capacity.load();
+  ASSERT_GE(capacity, 1u);
+  std::vector<std::unique_ptr<Vl15Slot>> held;
+  for (uint32_t i = 0; i < capacity; ++i) held.push_back(std::make_unique<Vl15Slot>(b, capacity, now_ns()));
+  EXPECT_EQ(answer_mad(*seg_, in.data(), in.size(), kPermissiveLid, out.data()), Disposition::kDrop);
+  in[1] = 0x81;  // directed route: VL15 too
+  EXPECT_EQ(answer_mad(*seg_, in.data(), in.size(), kPermissiveLid, out.data()), Disposition::kDrop);
+  // A GMP travels on a data VL (only SMPs use VL15): the PMA
+  // answers, and shows the two drops.
+  auto pc = pma_get(0x0012);
+  EXPECT_EQ((BeField<kGsiDataOffset + 22, 2>::get(pc.data())), 2);  // VL15Dropped
+  held.clear();
+  in[1] = 0x01;
+  EXPECT_EQ(answer_mad(*seg_, in.data(), in.size(), kPermissiveLid, out.data()), Disposition::kRespond);
+  // CounterSelect bit 11 clears it.
+  pma_get(0x0012, 0x02, 1u << 11);
+  pc = pma_get(0x0012);
+  EXPECT_EQ((BeField<kGsiDataOffset + 22, 2>::get(pc.data())), 0);
 }
 
 TEST_F(AgentTest, ClassesWithoutAnAgentAreDropped) {

@@ -27,6 +27,7 @@ using CounterSelect = BeField<2, 2>;
 using SymbolErrorCounter = BeField<4, 2>;
 using PortRcvErrors = BeField<8, 2>;
 using PortXmitDiscards = BeField<14, 2>;
+using Vl15Dropped = BeField<22, 2>;
 using PortXmitData = BeField<24, 4>;
 using PortRcvData = BeField<28, 4>;
 using PortXmitPkts = BeField<32, 4>;
@@ -46,11 +47,14 @@ using PortMulticastXmitPkts = BeField<56, 8>;
 using PortMulticastRcvPkts = BeField<64, 8>;
 }  // namespace port_counters_ext
 
-namespace port_data_sl {  // IBA 16.1.4.7 PortXmitDataSL, 16.1.4.8 PortRcvDataSL
+// IBA 16.1.4.7 PortXmitDataSL, 16.1.4.8 PortRcvDataSL: sixteen 32-bit
+// counters, one per SL; PortVLXmitWaitCounters: sixteen 16-bit ones, one per
+// VL. CounterSelect bit n names the n-th.
+namespace per_lane {
 using PortSelect = BeField<1, 1>;
-using CounterSelect = BeField<2, 2>;  // bit n: SL n
-constexpr size_t kFirst = 4;          // SL n's 32-bit counter at kFirst + 4n
-}  // namespace port_data_sl
+using CounterSelect = BeField<2, 2>;
+constexpr size_t kFirst = 4;  // counter n at kFirst + n x its width
+}  // namespace per_lane
 
 // The PortCounters fields stop at their largest value rather than wrap.
 template <class F>
@@ -60,7 +64,7 @@ void set_saturated(uint8_t* d, uint64_t v) {
 
 // CounterSelect bit -> the counter it clears (-1: one we keep at zero anyway).
 constexpr int kPortCountersSelect[16] = {
-    kSymbolErrors, -1, -1, kRcvErrors, -1, -1, kXmitDiscards, -1, -1, -1, -1, -1,
+    kSymbolErrors, -1, -1, kRcvErrors, -1, -1, kXmitDiscards, -1, -1, -1, -1, kVl15Dropped,
     kXmitData,     kRcvData, kXmitPkts, kRcvPkts};
 constexpr int kExtendedSelect[8] = {kXmitData, kRcvData, kXmitPkts, kRcvPkts,
                                     kXmitPkts, kRcvPkts, kMcastXmitPkts, kMcastRcvPkts};
@@ -72,19 +76,22 @@ uint64_t select_mask(const int* table, unsigned n, uint16_t select) {
   return mask;
 }
 
-MadStatus answer_data_sl(const PmaCounters& now, bool set, unsigned first, const uint8_t* in_data, uint8_t* d,
-                         uint64_t* reset) {
-  using namespace port_data_sl;
+// Sixteen counters of `Width` bytes from PmaCounter `first` on; they stop
+// at their largest value rather than wrap.
+template <size_t Width>
+MadStatus answer_per_lane(const PmaCounters& now, bool set, unsigned first, const uint8_t* in_data, uint8_t* d,
+                          uint64_t* reset) {
+  using namespace per_lane;
+  using Counter = BeField<0, Width>;
   const uint8_t port = PortSelect::get(in_data);
   if (port != 1 && port != kAllPorts) return MadStatus::kInvalidField;
   const uint16_t select = CounterSelect::get(in_data);
   PortSelect::set(d, port);
   CounterSelect::set(d, select);
-  for (unsigned sl = 0; sl < 16; ++sl) {
-    const bool cleared = set && (select & (1u << sl)) != 0;
-    if (cleared) *reset |= 1ull << (first + sl);
-    const uint64_t v = cleared ? 0 : std::min<uint64_t>(now.v[first + sl], 0xffffffffu);
-    BeField<0, 4>::set(d + kFirst + 4 * sl, v);
+  for (unsigned n = 0; n < 16; ++n) {
+    const bool cleared = set && (select & (1u << n)) != 0;
+    if (cleared) *reset |= 1ull << (first + n);
+    Counter::set(d + kFirst + Width * n, cleared ? 0 : std::min<uint64_t>(now.v[first + n], Counter::kMask));
   }
   return MadStatus::kOk;
 }
@@ -94,6 +101,7 @@ void fill_port_counters(const PmaCounters& c, uint8_t* d) {
   set_saturated<SymbolErrorCounter>(d, c.v[kSymbolErrors]);
   set_saturated<PortRcvErrors>(d, c.v[kRcvErrors]);
   set_saturated<PortXmitDiscards>(d, c.v[kXmitDiscards]);
+  set_saturated<Vl15Dropped>(d, c.v[kVl15Dropped]);
   set_saturated<PortXmitData>(d, c.v[kXmitData]);
   set_saturated<PortRcvData>(d, c.v[kRcvData]);
   set_saturated<PortXmitPkts>(d, c.v[kXmitPkts]);
@@ -122,6 +130,9 @@ MadStatus answer(const PmaCounters& now, uint8_t method, uint16_t attr, const ui
       if (set) return MadStatus::kAttributeUnsupported;
       class_port_info::BaseVersion::set(d, kMadBaseVersion);
       class_port_info::ClassVersion::set(d, kPmaClassVersion);
+      // Not bit 12 (PortCounters:PortXmitWait): the link as a whole never
+      // idles with data waiting here, so that field stays 0 and is not
+      // offered; the per-VL waits (PortVLXmitWaitCounters) need no bit.
       class_port_info::CapabilityMask::set(d, kAllPortSelect | kExtendedWidth);
       class_port_info::RespTimeValue::set(d, 16);
       return MadStatus::kOk;
@@ -145,9 +156,11 @@ MadStatus answer(const PmaCounters& now, uint8_t method, uint16_t attr, const ui
       return MadStatus::kOk;
     }
     case PmaAttr::kPortXmitDataSl:
-      return answer_data_sl(now, set, kXmitDataSl0, in_data, d, reset);
+      return answer_per_lane<4>(now, set, kXmitDataSl0, in_data, d, reset);
     case PmaAttr::kPortRcvDataSl:
-      return answer_data_sl(now, set, kRcvDataSl0, in_data, d, reset);
+      return answer_per_lane<4>(now, set, kRcvDataSl0, in_data, d, reset);
+    case PmaAttr::kPortVlXmitWaitCounters:  // IBA 16.1.4: ticks a VL had data and sent none
+      return answer_per_lane<2>(now, set, kXmitWaitVl0, in_data, d, reset);
   }
   return MadStatus::kAttributeUnsupported;
 }

@@ -1,6 +1,6 @@
 // The performance management agent of the device's port (IBA 16.1, class
-// 0x04): ClassPortInfo, PortCounters, PortCountersExtended, PortXmitDataSL
-// and PortRcvDataSL, Get and Set
+// 0x04): ClassPortInfo, PortCounters, PortCountersExtended, PortXmitDataSL,
+// PortRcvDataSL and PortVLXmitWaitCounters, Get and Set
 // (Set clears the counters its CounterSelect names). Pure: the caller hands
 // in the counters as they stand since the last reset and applies the reset
 // the answer asks for (mad/pma_counters.h keeps them).
@@ -27,8 +27,14 @@ enum PmaCounter : unsigned {
   kMcastRcvPkts,
   kXmitDataSl0,                  // PortXmitDataSL, SL 0..15
   kRcvDataSl0 = kXmitDataSl0 + 16,  // PortRcvDataSL
-  kPmaCounterCount = kRcvDataSl0 + 16,
+  kVl15Dropped = kRcvDataSl0 + 16,  // SMPs VL15's buffer had no room for
+  kXmitWaitVl0,                     // PortVLXmitWaitCounters, VL 0..15, in ticks
+  kPmaCounterCount = kXmitWaitVl0 + 16,
 };
+static_assert(kPmaCounterCount <= 64, "a reset mask has one bit per counter");
+// PortVLXmitWait's tick (the spec leaves its length to the port): long
+// enough that the 16-bit counters last seconds of a VL sharing the link.
+inline constexpr uint64_t kXmitWaitTickNs = 64'000;
 struct PmaCounters {
   uint64_t v[kPmaCounterCount] = {};
 };
@@ -39,6 +45,7 @@ enum class PmaAttr : uint16_t {
   kPortCountersExtended = 0x001d,
   kPortXmitDataSl = 0x0036,
   kPortRcvDataSl = 0x0037,
+  kPortVlXmitWaitCounters = 0x001c,
 };
 
 // REQUIRES: `out` holds kMadBytes. On a Set, `*reset` gets one bit per

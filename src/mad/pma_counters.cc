@@ -91,6 +91,11 @@ PmaCounters raw_pma_counters(const shm::Segment& seg) {
     c.v[kXmitDataSl0 + sl] = t.xmit_words_sl[sl];
     c.v[kRcvDataSl0 + sl] = t.rcv_words_sl[sl];
   }
+  c.v[kVl15Dropped] = seg.header().vl15.dropped.load(std::memory_order_relaxed);
+  // The paced link's lanes (transport/link_pacing.h); without pacing no VL
+  // ever waits for another.
+  for (unsigned vl = 0; vl < 16; ++vl)
+    c.v[kXmitWaitVl0 + vl] = seg.header().link.lane[vl].xmit_wait_ns.load(std::memory_order_relaxed) / kXmitWaitTickNs;
   c.v[kXmitPkts] = t.xmit_packets;
   c.v[kRcvPkts] = t.rcv_packets;
   return c;

@@ -42,6 +42,10 @@ PmaCounters sample() {
   c.v[kXmitDataSl0 + 2] = 0x1'0000'0000ull;  // more than 32 bits: stops at 0xffffffff
   c.v[kXmitDataSl0 + 15] = 5;
   c.v[kRcvDataSl0 + 1] = 0x01020304;
+  c.v[kVl15Dropped] = 0x0203;
+  c.v[kXmitWaitVl0 + 0] = 0x0102;
+  c.v[kXmitWaitVl0 + 2] = 0x12345;  // more than 16 bits: stops at 0xffff
+  c.v[kXmitWaitVl0 + 15] = 9;
   return c;
 }
 
@@ -77,7 +81,8 @@ TEST(Pma, PortCountersGolden) {
                                     0x00, 0x03, 0x00, 0x00,              // SymbolErrorCounter, link counters
                                     0xff, 0xff, 0, 0, 0, 0,              // PortRcvErrors (saturated)
                                     0x00, 0x07,                          // PortXmitDiscards
-                                    0, 0, 0, 0, 0, 0, 0, 0,              // constraint, VL15
+                                    0, 0, 0, 0, 0, 0,                    // constraint errors
+                                    0x02, 0x03,                          // VL15Dropped
                                     0xff, 0xff, 0xff, 0xff,              // PortXmitData (saturated)
                                     0x01, 0x02, 0x03, 0x04,              // PortRcvData
                                     0x00, 0x00, 0x00, 0x64,              // PortXmitPkts
@@ -106,6 +111,10 @@ TEST(Pma, SetResetsWhatCounterSelectNames) {
   EXPECT_EQ(a.reset, (1u << kXmitData) | (1u << kRcvPkts));
   EXPECT_EQ(data(a.out, 44)[27], 0x00);  // PortXmitData shown cleared
   EXPECT_EQ(data(a.out, 44)[31], 0x04);  // PortRcvData kept
+  // VL15Dropped is bit 11 (IBA 16.1.3.5).
+  a = ask(pma(0x02, 0x0012, 1, 1u << 11));
+  EXPECT_EQ(a.reset, 1ull << kVl15Dropped);
+  EXPECT_EQ(data(a.out, 44)[23], 0x00);
   a = ask(pma(0x02, 0x001d, 0xff, 0xff));
   EXPECT_EQ(a.reset, (1u << kXmitData) | (1u << kRcvData) | (1u << kXmitPkts) | (1u << kRcvPkts) |
                          (1u << kMcastXmitPkts) | (1u << kMcastRcvPkts));
@@ -143,6 +152,26 @@ TEST(Pma, PortRcvDataSlGoldenAndReset) {
   EXPECT_EQ(Status::get(ask(pma(0x01, 0x0036, 3)).out.data()), 0x001c);  // no port 3
 }
 
+TEST(Pma, PortVlXmitWaitCountersGoldenAndReset) {
+  Answer a = ask(pma(0x01, 0x001c));
+  ASSERT_EQ(a.d, Disposition::kRespond);
+  ASSERT_EQ(Status::get(a.out.data()), 0);
+  Bytes want(36, 0);
+  want[1] = 1;                  // PortSelect
+  want[4] = 0x01, want[5] = 0x02;  // VL0
+  want[8] = want[9] = 0xff;     // VL2, saturated
+  want[35] = 9;                 // VL15
+  EXPECT_EQ(data(a.out, 36), want);
+  EXPECT_EQ(a.reset, 0u);
+  // CounterSelect bit n: VL n.
+  a = ask(pma(0x02, 0x001c, 0xff, (1u << 0) | (1u << 15)));
+  ASSERT_EQ(Status::get(a.out.data()), 0);
+  EXPECT_EQ(a.reset, (1ull << kXmitWaitVl0) | (1ull << (kXmitWaitVl0 + 15)));
+  EXPECT_EQ(data(a.out, 36)[5], 0);
+  EXPECT_EQ(data(a.out, 36)[9], 0xff);  // VL2 kept
+  EXPECT_EQ(Status::get(ask(pma(0x01, 0x001c, 2)).out.data()), 0x001c);  // no port 2
+}
+
 TEST(Pma, BadInput) {
   Answer a = ask(pma(0x01, 0x0012, 2));  // a port the CA has not
   EXPECT_EQ(Status::get(a.out.data()), 0x001c);
@@ -152,6 +181,10 @@ TEST(Pma, BadInput) {
   a = ask(pma(0x01, 0x0016));  // PortXmitDiscardDetails: not there
   EXPECT_EQ(Status::get(a.out.data()), 0x000c);
   EXPECT_EQ(data(a.out, 4), Bytes({0, 0, 0, 0}));
+  // Per-VL attributes without a counter here: no flow control, no
+  // per-VL receive counts.
+  for (uint16_t attr : {0x0018, 0x0019, 0x001a, 0x001b})
+    EXPECT_EQ(Status::get(ask(pma(0x01, attr)).out.data()), 0x000c) << attr;
   a = ask(pma(0x02, 0x0001));
   EXPECT_EQ(Status::get(a.out.data()), 0x000c);
   a = ask(pma(0x06, 0x0012));

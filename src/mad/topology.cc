@@ -5,6 +5,8 @@
 #include <fstream>
 #include <sstream>
 
+#include "mad/topology_qos.h"
+
 namespace softverbs::mad {
 namespace {
 
@@ -123,6 +125,7 @@ class Parser {
     while (std::getline(in, raw)) {
       ++line_no;
       if (depth == 0) line_ = line_no;
+      if (!qos_directive(trim(raw))) return false;
       if (!line(trim(strip_comment(raw)), depth)) return false;
     }
     current_ = -1;
@@ -149,6 +152,11 @@ class Parser {
       pb = {l.node, static_cast<uint8_t>(l.port), l.width};
     }
     line_ = 0;
+    if (qos_.any) {
+      std::string what;
+      if (!qos_tables(qos_, &topo_.ca_qos, &what)) return fail(what);
+      topo_.has_ca_qos = true;
+    }
     if (topo_.nodes.empty()) return fail("no nodes");
     if (topo_.local_ca() < 0) return fail("no CA (the device's port is a CA's port 1)");
     for (size_t i = 0; i < topo_.nodes.size(); ++i) {
@@ -171,6 +179,16 @@ class Parser {
   bool fail(const std::string& what) {
     error_ = line_ != 0 ? "line " + std::to_string(line_) + ": " + what : what;
     return false;
+  }
+
+  // "# softverbs: qos_ca_..." (mad/topology_qos.h); any other comment is
+  // only a comment.
+  bool qos_directive(std::string_view l) {
+    if (l.empty() || l.front() != '#') return true;
+    l = trim(l.substr(1));
+    if (l.substr(0, kQosDirective.size()) != kQosDirective) return true;
+    std::string what;
+    return parse_qos_option(l.substr(kQosDirective.size()), &qos_, &what) || fail(what);
   }
 
   bool line(std::string_view l, unsigned depth) {
@@ -258,6 +276,7 @@ class Parser {
   Topology topo_;
   std::vector<PendingLink> links_;
   Pending pending_;
+  QosOptions qos_;
   int current_ = -1;
   unsigned line_ = 0;
   std::string error_;
@@ -284,6 +303,14 @@ uint64_t topology_hash(const Topology& t) {
     mix(static_cast<uint64_t>(n.type) << 8 | n.num_ports);
     mix(n.node_guid);
     for (const TopoLink& l : n.ports) mix(static_cast<uint64_t>(l.node + 1) << 16 | l.port << 8 | l.width);
+  }
+  // The CAs' boot tables are part of the state's first values.
+  if (t.has_ca_qos) {
+    const shm::QosTables& q = t.ca_qos;
+    mix(static_cast<uint64_t>(q.oper_vls) << 8 | q.vl_high_limit);
+    for (uint8_t vl : q.sl_to_vl) mix(vl);
+    for (unsigned i = 0; i < shm::kVlArbCap; ++i)
+      mix(static_cast<uint64_t>(q.low[i].vl) << 24 | q.low[i].weight << 16 | q.high[i].vl << 8 | q.high[i].weight);
   }
   return h;
 }

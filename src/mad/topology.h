@@ -3,7 +3,8 @@
 // line `Switch|Hca|Ca <ports> "<name>"` followed by its connected ports
 // `[<port>](<guid>)? "<remote name>"[<remote port>]...`, with the optional
 // `switchguid=`/`caguid=`/`nodeguid=`/`sysimgguid=`/`vendid=`/`devid=` lines
-// before a header, `#` comments, and `include <file>`.
+// before a header, `#` comments, and `include <file>`; comments of the form
+// `# softverbs: qos_ca_...` give the CAs' QoS tables (mad/topology_qos.h).
 //
 // A plain value, constant after parsing: every process that names the same
 // file derives the same nodes, ports, links and GUIDs, so the mutable part
@@ -24,6 +25,8 @@
 #include <string>
 #include <string_view>
 #include <vector>
+
+#include "shm/port_qos.h"
 
 namespace softverbs::mad {
 
@@ -53,6 +56,10 @@ struct TopoNode {
 
 struct Topology {
   std::vector<TopoNode> nodes;
+  // The tables every CA port boots with (mad/topology_qos.h: the file's
+  // "# softverbs: qos_ca_*" lines); without them, shm::default_qos().
+  bool has_ca_qos = false;
+  shm::QosTables ca_qos = shm::default_qos();
   int find(std::string_view name) const;
   // The CA whose port 1 is the device's port: the first CA of the file
   // whose port 1 has a link (ibnetdiscover lists CAs in no set order), else

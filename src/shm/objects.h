@@ -394,6 +394,9 @@ struct alignas(64) SharedXrcd {
 inline constexpr unsigned kVlArbCap = 8;  // entries per priority table (PortInfo:VLArb*Cap)
 struct alignas(64) PortQos {
   std::atomic<uint32_t> generation;  // bumped after every change
+  // Set by the first process to attach, which gives the port the tables of
+  // its topology file, if it has any (mad/topology_qos.h).
+  std::atomic<uint32_t> boot_claimed;
   std::atomic<uint8_t> oper_vls;     // PortInfo:OperationalVLs encoding
   std::atomic<uint8_t> vl_high_limit;
   std::atomic<uint8_t> sl_to_vl[16];
@@ -411,10 +414,25 @@ struct alignas(64) VlLane {
   std::atomic<uint64_t> waiting_ns;    // the last time a sender waited here without a share
   std::atomic<uint64_t> xmit_words;    // what left on this VL, as PortXmitData counts (4-octet words)
   std::atomic<uint64_t> xmit_packets;
+  // What its senders spent waiting while other VLs had the link (or none
+  // had a share for it): PMA PortXmitWait and PortVLXmitWaitCounters.
+  std::atomic<uint64_t> xmit_wait_ns;
 };
 struct alignas(64) PortLink {
   std::atomic<uint32_t> config;  // 0 until the first attach: shm::LinkConfig packed (port_link.h)
   alignas(64) VlLane lane[kVls];
+};
+
+// VL15's receive buffer (issue 20, mad/vl15_buffer.h): the subnet
+// management packets the port has taken in and its SMA not yet answered.
+// A slot is a lease, claimed by CAS and never locked, so a process that dies
+// holding one loses it only until the lease ends. Off the data path: only
+// MADs touch it, and `dropped` is shared by every process.
+inline constexpr unsigned kVl15BufferMax = 64;
+struct alignas(64) Vl15Buffer {
+  std::atomic<uint32_t> capacity;  // 0 until the first SMP: SOFTVERBS_VL15_BUFFER, then fixed
+  std::atomic<uint64_t> dropped;   // SMPs that found every slot taken (PMA VL15Dropped)
+  alignas(64) std::atomic<uint64_t> slot[kVl15BufferMax];  // 0 free, else when its lease ends (ns)
 };
 
 struct alignas(4096) SegmentHeader {
@@ -443,6 +461,7 @@ struct alignas(4096) SegmentHeader {
   PortCounters port;  // totals of processes that are gone
   PortQos qos;
   PortLink link;
+  Vl15Buffer vl15;
 };
 
 }  // namespace softverbs::shm

@@ -35,7 +35,8 @@ void init_file(SubnetFile* f) {
 
 }  // namespace
 
-Result<std::unique_ptr<SubnetState>> SubnetState::open(const std::string& path) {
+Result<std::unique_ptr<SubnetState>> SubnetState::open(const std::string& path,
+                                                       const std::function<void(SubnetNode* nodes)>& on_create) {
   const int fd = ::open(path.c_str(), O_RDWR | O_CLOEXEC | O_NOFOLLOW | O_CREAT, 0600);
   if (fd < 0) {
     SV_LOG(kError, "cannot open subnet state %s: %s", path.c_str(), std::strerror(errno));
@@ -68,6 +69,7 @@ Result<std::unique_ptr<SubnetState>> SubnetState::open(const std::string& path) 
   auto* f = static_cast<SubnetFile*>(p);
   if (__atomic_load_n(&f->magic, __ATOMIC_ACQUIRE) != kSubnetMagic) {
     init_file(f);
+    if (on_create) on_create(f->nodes);
     __atomic_store_n(&f->magic, kSubnetMagic, __ATOMIC_RELEASE);
   }
   // The mapping holds the open file, so closing alone would keep the flock.

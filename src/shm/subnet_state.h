@@ -22,6 +22,7 @@
 #include <pthread.h>
 
 #include <cstdint>
+#include <functional>
 #include <memory>
 #include <string>
 
@@ -76,8 +77,11 @@ struct SubnetFile {
 class SubnetState {
  public:
   // Opens, creating and initialising on first use, the file at `path`
-  // (0600, this user's, as the device segment).
-  static Result<std::unique_ptr<SubnetState>> open(const std::string& path);
+  // (0600, this user's, as the device segment). `on_create` adds to a new
+  // file's first values (the topology's boot tables) before any other
+  // process can see it.
+  static Result<std::unique_ptr<SubnetState>> open(const std::string& path,
+                                                   const std::function<void(SubnetNode* nodes)>& on_create = nullptr);
   ~SubnetState();
   SubnetState(const SubnetState&) = delete;
   SubnetState& operator=(const SubnetState&) = delete;

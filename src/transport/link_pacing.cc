@@ -85,7 +85,10 @@ bool take_turn(shm::SegmentHeader& h, uint8_t vl, uint64_t wire_bytes, uint32_t 
     const uint64_t now = now_ns();
     const double share = arbitration_share(tables, weights, busy_vls(h.link, now), vl, packet);
     if (share <= 0) {
-      if (now - since > kHeadOfQueueLifeNs) return false;
+      if (now - since > kHeadOfQueueLifeNs) {
+        lane.xmit_wait_ns.fetch_add(now - since, std::memory_order_relaxed);
+        return false;
+      }
       lane.waiting_ns.store(now, std::memory_order_relaxed);
       sleep_until(now + kStarvedPollNs);
       continue;
@@ -98,6 +101,11 @@ bool take_turn(shm::SegmentHeader& h, uint8_t vl, uint64_t wire_bytes, uint32_t 
     if (!lane.free_at_ns.compare_exchange_weak(old, end, std::memory_order_relaxed)) continue;
     lane.xmit_words.fetch_add(wire_bytes / 4, std::memory_order_relaxed);
     lane.xmit_packets.fetch_add(packets, std::memory_order_relaxed);
+    // The VL waited while it had no share at all, and, sending at its share,
+    // for the stretches in which the other VLs' packets had the link: what
+    // its bytes take beyond their time alone (PortVLXmitWaitCounters).
+    const auto alone = static_cast<uint64_t>(static_cast<double>(wire_bytes) * 8 * 1000 / mbps);
+    lane.xmit_wait_ns.fetch_add(now - since + (duration > alone ? duration - alone : 0), std::memory_order_relaxed);
     if (end > now) sleep_until(end);
     return true;
   }

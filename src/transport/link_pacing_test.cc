@@ -46,6 +46,17 @@ TEST(LinkPacing, BusyVlsShareByWeight) {
   const uint64_t reserved = h->link.lane[0].free_at_ns.load() - t0;
   EXPECT_GE(reserved, kMs - 50'000);
   EXPECT_LT(reserved, 2 * kMs);
+  // VL0 sent for 1 ms what takes 0.25 ms alone: it waited 0.75 ms for VL2.
+  const uint64_t waited = h->link.lane[0].xmit_wait_ns.load();
+  EXPECT_GE(waited, 750'000u);
+  EXPECT_LT(waited, 750'000u + 50 * kMs);
+  EXPECT_EQ(h->link.lane[2].xmit_wait_ns.load(), 0u);
+}
+
+TEST(LinkPacing, AVlAloneNeverWaits) {
+  auto h = paced_port();
+  ASSERT_TRUE(take_turn(*h, 3, 100'000, 25, 4096));
+  EXPECT_LT(h->link.lane[3].xmit_wait_ns.load(), 5 * kMs);  // no more than a preemption between two clock reads
 }
 
 TEST(LinkPacing, ALaneLeftByADeadProcessFreesItself) {
@@ -81,6 +92,7 @@ TEST(LinkPacing, StarvedLowPriorityIsDiscardedAfterItsLifetime) {
   const uint64_t took = now_ns() - t0;
   EXPECT_GE(took, kHeadOfQueueLifeNs);
   EXPECT_LT(took, kHeadOfQueueLifeNs + 2000 * kMs);
+  EXPECT_GE(h->link.lane[0].xmit_wait_ns.load(), kHeadOfQueueLifeNs);  // all of it waiting
 }
 
 }  // namespace

@@ -18,6 +18,10 @@ namespace {
 
 using F = wire::OpFlag;
 
+// What PortRcvData counts besides a request packet's payload on the packet
+// links (RoCE): BTH and ICRC (mad/pma_counters.cc, the same on receipt).
+constexpr uint64_t kRoceRequestOverhead = 12 + 4;
+
 wire::Opcode response_opcode(uint8_t transport, uint32_t shape) {
   return wire::find_opcode(transport, F::kResponse | shape).value_or(wire::Opcode{0xff});
 }
@@ -122,6 +126,10 @@ PacketVerdict serve_request_packet(shm::Segment& seg, uint32_t slot, const wire:
   }
   c.rcv_packets.fetch_add(req.packets, std::memory_order_relaxed);
   c.rcv_bytes.fetch_add(req.payload.bytes, std::memory_order_relaxed);
+  // PMA PortRcvDataSL, under the receiving QP's SL (RoCE carries none): its
+  // words as PortRcvData counts them on RoCE, BTH and ICRC included.
+  c.rcv_words_sl[qp.sl.load(std::memory_order_relaxed) & 15].fetch_add(
+      (req.payload.bytes + req.packets * kRoceRequestOverhead) / 4, std::memory_order_relaxed);
   const Response resp = respond(seg, slot, req, mem, notifier);
   answer_request(qp, req, resp, packet.bth().ack_req, mtu, mem, sink);
   return verdict;

@@ -10,7 +10,8 @@
 # discovered), opensm (opensm -o brings the subnet up: LIDs, forwarding
 # tables, ACTIVE ports, and the LID-routed tools on top). Every tool, opensm
 # included, runs in the foreground under `timeout`; nothing is left running.
-# sm-none: SOFTVERBS_SM=none without a topology.
+# sm-none: SOFTVERBS_SM=none without a topology. qos: the CAs' QoS tables
+# from the topology file's "# softverbs: qos_ca_*" lines, with no SM.
 set -euo pipefail
 lib=$1
 scenario=$2
@@ -167,6 +168,64 @@ case $scenario in
     rc=0
     timeout 30 sminfo -t 200 >"$work/sm" 2>&1 || rc=$?
     [ $rc -ne 0 ] && [ $rc -ne 124 ] || { cat "$work/sm" >&2; fail "sminfo found an SM after opensm exited"; }
+    ;;
+  qos)
+    # Issue 20: the CAs' QoS tables from the topology file, with no SM to
+    # send them: the device's port and another CA's show them, and the data
+    # path follows them (SL15 on VL15: discarded). The built-in SM gives the
+    # port its LID, which ibv_rc_pingpong needs, and programs no tables.
+    command -v ibv_rc_pingpong >/dev/null || { echo "SKIP: ibv_rc_pingpong is not installed"; exit 77; }
+    { printf '%s\n' '# softverbs: qos_ca_max_vls 4' '# softverbs: qos_ca_high_limit 2' \
+        '# softverbs: qos_ca_vlarb_high 1:8,0:0' '# softverbs: qos_ca_vlarb_low 0:1,2:3' \
+        '# softverbs: qos_ca_sl2vl 0,1,2,3,0,1,2,3,0,1,2,3,0,1,2,15'
+      cat "$work/fabric.net"; } >"$work/qos.net"
+    export SOFTVERBS_TOPOLOGY=$work/qos.net SOFTVERBS_SM=builtin
+    printf '%s\n' 'VL    : |0x0 |0x2 |0x0 |0x0 |0x0 |0x0 |0x0 |0x0 |' 'WEIGHT: |0x1 |0x3 |0x0 |0x0 |0x0 |0x0 |0x0 |0x0 |' \
+      'VL    : |0x1 |0x0 |0x0 |0x0 |0x0 |0x0 |0x0 |0x0 |' 'WEIGHT: |0x8 |0x0 |0x0 |0x0 |0x0 |0x0 |0x0 |0x0 |' \
+      >"$work/vlarb.want"
+    for path in 0 0,1,7,1; do
+      run "sl2vl-$path" smpquery -D sl2vl "$path"
+      grep -q '| 0| 1| 2| 3| 0| 1| 2| 3| 0| 1| 2| 3| 0| 1| 2|15|' "$work/sl2vl-$path" ||
+        { cat "$work/sl2vl-$path" >&2; fail "SL2VL of $path is not the file's"; }
+      run "vlarb-$path" smpquery -D vlarb "$path"
+      awk '/^VL /||/^WEIGHT/' "$work/vlarb-$path" >"$work/vlarb-$path.rows"
+      diff "$work/vlarb.want" "$work/vlarb-$path.rows" >&2 || fail "VLArb of $path is not the file's"
+      run "pi-$path" smpquery -D portinfo "$path"
+      expect "$work/pi-$path" OperVLs VL0-3
+      expect "$work/pi-$path" VLHighLimit 2
+    done
+    # A switch's ports keep their boot tables (the file gives CAs' only).
+    run sw smpquery -D sl2vl 0,1 2,1
+    grep -q '| 0| 1| 2| 3| 4| 5| 6| 7| 0| 1| 2| 3| 4| 5| 6| 7|' "$work/sw" ||
+      { cat "$work/sw" >&2; fail "a switch port took the CAs' SL2VL"; }
+    . "$(dirname "$0")/ports.sh"
+    pingpong() {  # SL: a short ibv_rc_pingpong on SL; the client's exit status
+      local port rc=0 spid
+      port=$(free_tcp_port $(( 19000 + $1 )))
+      timeout 30 ibv_rc_pingpong -d softverbs0 -p "$port" -l "$1" -n 20 >"$work/pp$1.server" 2>&1 &
+      spid=$!
+      for _ in $(seq 50); do
+        rc=0
+        timeout 30 ibv_rc_pingpong -d softverbs0 -p "$port" -l "$1" -n 20 localhost >"$work/pp$1.client" 2>&1 || rc=$?
+        grep -q "Couldn't connect" "$work/pp$1.client" || break
+        sleep 0.1
+      done
+      kill "$spid" 2>/dev/null || true
+      wait "$spid" 2>/dev/null || true
+      return $rc
+    }
+    pingpong 1 || fail "ibv_rc_pingpong -l 1: $(cat "$work/pp1.client")"
+    ! pingpong 15 || fail "ibv_rc_pingpong -l 15 ran: SL15 is on VL15"
+    echo "ibv_rc_pingpong: -l 1 $(tail -n 1 "$work/pp1.client"); -l 15 $(grep -m1 -i "failed\|error" "$work/pp15.client")"
+    run pc perfquery
+    [ "$(field "$work/pc" PortXmitDiscards)" -gt 0 ] || { cat "$work/pc" >&2; fail "no PortXmitDiscards"; }
+    # A table the port could not take is refused with its line.
+    printf '%s\n' '# softverbs: qos_ca_max_vls 2' '# softverbs: qos_ca_sl2vl 0,1,2,3,0,1,2,3,0,1,2,3,0,1,2,15' >"$work/badqos.net"
+    cat "$work/fabric.net" >>"$work/badqos.net"
+    rc=0
+    SOFTVERBS_TOPOLOGY=$work/badqos.net timeout 30 smpquery -D nodeinfo 0 >"$work/out" 2>&1 || rc=$?
+    [ $rc -ne 0 ] && [ $rc -ne 124 ] || { cat "$work/out" >&2; fail "a table for VLs that are not there was used"; }
+    grep -q 'SL2 on VL2, which is not operational' "$work/out" || { cat "$work/out" >&2; fail "the error does not say why"; }
     ;;
   sm-none)
     # No topology, SOFTVERBS_SM=none: the lone port waits for an SM. opensm

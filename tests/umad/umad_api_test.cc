@@ -246,6 +246,51 @@ TEST_F(Umad, PmaSetClearsTheCountersItSelects) {
   EXPECT_EQ(resp.mad()[5], 0x0c);
 }
 
+// VL15Dropped as the PMA reports it (PortCounters, IBA 16.1.3.5).
+int vl15_dropped(int fd) {
+  long mask[16 / sizeof(long)] = {};
+  const int agent = umad_register(fd, 0x04, 1, 0, mask);
+  Buffer get = request(0x04, 0x0012, 99);
+  if (umad_send(fd, agent, get.umad(), kMad, 1000, 0) != 0) return -1;
+  Buffer resp;
+  int len = kMad;
+  const int got = umad_recv(fd, resp.umad(), &len, 1000);
+  umad_unregister(fd, agent);
+  if (got != agent) return -1;
+  return resp.mad()[64 + 22] << 8 | resp.mad()[64 + 23];
+}
+
+// SMPs from several threads at once share VL15's buffer: each is answered
+// or dropped and counted, never both, never neither.
+TEST_F(Umad, ConcurrentSmpsAreAnsweredOrCountedAsDropped) {
+  const int before = vl15_dropped(fd_);
+  ASSERT_GE(before, 0);
+  constexpr int kThreads = 4, kEach = 500;
+  std::atomic<int> answered{0};
+  std::vector<std::thread> threads;
+  for (int t = 0; t < kThreads; ++t) {
+    threads.emplace_back([&answered] {
+      const int fd = umad_open_port(nullptr, 0);
+      ASSERT_GE(fd, 0);
+      long mask[16 / sizeof(long)] = {};
+      const int agent = umad_register(fd, 0x01, 1, 0, mask);
+      Buffer req = request(0x01, 0x0011, 7, 0xffff);
+      Buffer resp;
+      for (int i = 0; i < kEach; ++i) {
+        ASSERT_EQ(umad_send(fd, agent, req.umad(), kMad, 0, 0), 0);
+        int len = kMad;
+        while (umad_recv(fd, resp.umad(), &len, 0) >= 0) answered.fetch_add(1), len = kMad;
+      }
+      int len = kMad;
+      while (umad_recv(fd, resp.umad(), &len, 200) >= 0) answered.fetch_add(1), len = kMad;
+      umad_close_port(fd);
+    });
+  }
+  for (auto& t : threads) t.join();
+  const int after = vl15_dropped(fd_);
+  EXPECT_EQ(answered.load() + (after - before), kThreads * kEach);
+}
+
 TEST_F(Umad, ClosingWithATimeoutPendingIsHarmless) {
   long mask[16 / sizeof(long)] = {};
   const int agent = umad_register(fd_, 0x01, 1, 0, mask);

@@ -10,6 +10,7 @@
 #include <memory>
 
 #include "abi/ibumad/umad_abi.h"
+#include "mad/agent.h"
 #include "verbs/device_attrs.h"
 #include "verbs/port_config.h"
 
@@ -52,6 +53,7 @@ const shm::Segment* segment() {
     if (!verbs::port_config().error.empty()) return nullptr;
     auto s = shm::Segment::open(verbs::device_segment_path());
     if (!s.is_ok()) return nullptr;
+    mad::claim_boot_qos(*s.value());
     return std::move(s.value());
   }();
   return seg.get();

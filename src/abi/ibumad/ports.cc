@@ -7,7 +7,8 @@
 // program closed its end would raise SIGPIPE; send() can refuse quietly.) umad_send answers a MAD for this port's own
 // agents at once, in the caller's thread (mad/agent.h); a MAD that gets no
 // answer (another port, a directed route out of the port, a class with no
-// agent in the device, a path off the topology's fabric) comes back after timeout_ms x (retries + 1) with
+// agent in the device, a path off the topology's fabric, an SMP that VL15's
+// buffer had no room for) comes back after timeout_ms x (retries + 1) with
 // status ETIMEDOUT, queued by one timer thread per process.
 #include <poll.h>
 #include <sys/socket.h>
@@ -133,6 +134,9 @@ bool for_this_port(const ib_mad_addr_t& addr) {
   verbs::fill_port_attr(*seg, &a);
   const uint16_t dlid = be16toh(addr.lid);
   if (dlid == mad::kPermissiveLid) return true;
+  // An Ethernet port has no LID: a GMP for LID 0 (what perfquery resolves
+  // the local port to) is for its own agents, as a RoCE NIC answers its PMA.
+  if (a.link_layer == IBV_LINK_LAYER_ETHERNET) return dlid == 0;
   const uint32_t span = 1u << a.lmc;
   return a.lid != 0 && dlid >= a.lid && dlid < a.lid + span;
 }

@@ -6,6 +6,7 @@
 
 #include "abi/ibverbs/abi.h"
 #include "abi/ibverbs/sysfs_tree.h"
+#include "mad/agent.h"
 #include "verbs/context.h"
 #include "verbs/device.h"
 #include "verbs/device_attrs.h"
@@ -45,7 +46,11 @@ SV_EXPORT ibv_device** ibv_get_device_list(int* num_devices) {
     return nullptr;
   }
   int n = 0;
-  if (dev.is_ok()) list[n++] = soft_device();
+  if (dev.is_ok()) {
+    // Before any QP of this process sends: a topology file's QoS tables.
+    softverbs::mad::claim_boot_qos(dev.value()->seg());
+    list[n++] = soft_device();
+  }
   if (num_devices != nullptr) *num_devices = n;
   return list;
 }

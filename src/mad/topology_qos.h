@@ -1,0 +1,50 @@
+// The QoS tables a topology file gives its CAs' ports, for a subnet that
+// has no SM to program them (issue 20). ibnetdiscover's format has no place
+// for them, so they ride in comments that other readers of the file (ibsim,
+// ibnetdiscover's own parsers) skip, one opensm option per line, with
+// opensm's names and value syntax (docs/QOS.md):
+//
+//   # softverbs: qos_ca_max_vls 4
+//   # softverbs: qos_ca_high_limit 2
+//   # softverbs: qos_ca_vlarb_high 1:8
+//   # softverbs: qos_ca_vlarb_low 0:1,2:3
+//   # softverbs: qos_ca_sl2vl 0,1,2,3,0,1,2,3,0,1,2,3,0,1,2,15
+//
+// What a file leaves out keeps the boot value for its OperVLs (SL n on
+// VL n mod VLs, every VL once in the low list with weight 64). A VLArb list
+// fills the table from its first entry; the entries after it are 0:0, as
+// opensm sends them.
+#pragma once
+
+#include <cstdint>
+#include <string>
+#include <string_view>
+
+#include "shm/port_qos.h"
+#include "shm/segment.h"
+
+namespace softverbs::mad {
+
+inline constexpr std::string_view kQosDirective = "softverbs:";
+
+// The options as given, before they are combined into tables.
+struct QosOptions {
+  bool any = false;
+  int max_vls = -1;     // qos_ca_max_vls, 1..15
+  int high_limit = -1;  // qos_ca_high_limit, 0..255
+  bool has_sl2vl = false, has_low = false, has_high = false;
+  uint8_t sl2vl[16] = {};
+  shm::VlArbEntry low[shm::kVlArbCap] = {};
+  shm::VlArbEntry high[shm::kVlArbCap] = {};
+};
+
+// One directive's text after kQosDirective ("qos_ca_sl2vl 0,1,..."). False
+// with *error set when it does not parse.
+bool parse_qos_option(std::string_view text, QosOptions* o, std::string* error);
+
+// The tables the options make. False with *error set when the port could
+// not take them (what the SMA would answer 0x1C to: a VL that is not
+// operational in SL2VL or with a weight in VLArb).
+bool qos_tables(const QosOptions& o, shm::QosTables* t, std::string* error);
+
+}  // namespace softverbs::mad

@@ -1,0 +1,56 @@
+#!/usr/bin/env bash
+# Issue 20: per-SL counts of RoCE traffic. Debian's ib_write_bw on SL 3
+# between two network namespaces; then Debian's perfquery reads each
+# device's PMA (LID 0: a RoCE port's own agents): the requester's
+# PortXmitDataSL and the responder's PortRcvDataSL have the data under SL 3,
+# as much as PortXmitData / PortRcvData count for the requests, and no
+# other SL has any.
+#   qos_sl.sh <dir of libibverbs.so.1 and libibumad.so.3>
+set -euo pipefail
+lib=$1
+here=$(cd "$(dirname "$0")" && pwd)
+for tool in ib_write_bw perfquery; do
+  command -v "$tool" > /dev/null || { echo "SKIP: $tool is not installed"; exit 77; }
+done
+. "$here/netns.sh"
+netns_up
+work=$(mktemp -d)
+cleanup() { netns_down; rm -rf "$work"; rm -rf /dev/shm/softverbs-itest-qsl-$$-*; }
+trap cleanup EXIT
+fail() { echo "FAIL: $*"; exit 1; }
+port=$(( 24000 + $$ % 20000 ))
+env_a=(LD_LIBRARY_PATH="$lib" SOFTVERBS_ROCE_ADDR="$ADDR_A" SOFTVERBS_DEVICE_PATH=/dev/shm/softverbs-itest-qsl-$$-a)
+env_b=(LD_LIBRARY_PATH="$lib" SOFTVERBS_ROCE_ADDR="$ADDR_B" SOFTVERBS_DEVICE_PATH=/dev/shm/softverbs-itest-qsl-$$-b)
+args=(-d softverbs_roce0 -x 0 -n 300 -s 65536 --sl 3 -p "$port")
+
+in_a env "${env_a[@]}" timeout 60 ib_write_bw "${args[@]}" > "$work/server.out" 2>&1 &
+NETNS_PIDS+=("$!")
+server=$!
+wait_listen in_a "$port" "$server" || true
+rc=0
+in_b env "${env_b[@]}" timeout 60 ib_write_bw "${args[@]}" "$ADDR_A" > "$work/client.out" 2>&1 || rc=$?
+srv=0
+wait "$server" || srv=$?
+[ $rc -eq 0 ] && [ $srv -eq 0 ] || { cat "$work/server.out" "$work/client.out"; fail "ib_write_bw: client $rc, server $srv"; }
+
+# field FILE NAME: the value of perfquery's "Name:.....value" line.
+field() { awk -v n="$2" -F':' '{ k = $1; sub(/\.+$/, "", k) } k == n { v = $2; sub(/^\.+/, "", v); print v; exit }' "$1"; }
+# The counts outlive the processes that made them (their share goes to the segment).
+in_b env "${env_b[@]}" timeout 20 perfquery -X > "$work/b.xmtsl" 2>&1 || { cat "$work/b.xmtsl"; fail "perfquery -X"; }
+in_b env "${env_b[@]}" timeout 20 perfquery -x > "$work/b.ext" 2>&1 || { cat "$work/b.ext"; fail "perfquery -x"; }
+in_a env "${env_a[@]}" timeout 20 perfquery -S > "$work/a.rcvsl" 2>&1 || { cat "$work/a.rcvsl"; fail "perfquery -S"; }
+in_a env "${env_a[@]}" timeout 20 perfquery -x > "$work/a.ext" 2>&1 || { cat "$work/a.ext"; fail "perfquery -x"; }
+x3=$(field "$work/b.xmtsl" XmtDataSL3) xmit=$(field "$work/b.ext" PortXmitData)
+r3=$(field "$work/a.rcvsl" RcvDataSL3) rcv=$(field "$work/a.ext" PortRcvData)
+echo "requester: XmtDataSL3 $x3 of PortXmitData $xmit; responder: RcvDataSL3 $r3 of PortRcvData $rcv (4-octet words)"
+# 300 x 64 KiB of payload is 4.9M words; the requester sends nothing but
+# requests, the responder receives nothing but requests.
+[ "$x3" -ge 4915200 ] || fail "SL 3 sent $x3 words, less than the data"
+[ "$x3" = "$xmit" ] || fail "SL 3 sent $x3 words, the port $xmit"
+[ "$r3" -ge 4915200 ] || fail "SL 3 received $r3 words, less than the data"
+[ "$r3" = "$rcv" ] || fail "SL 3 received $r3 words, the port $rcv"
+for sl in 0 1 2 4 5 6 7 8 9 10 11 12 13 14 15; do
+  [ "$(field "$work/b.xmtsl" XmtDataSL$sl)" = 0 ] || fail "SL $sl sent data"
+  [ "$(field "$work/a.rcvsl" RcvDataSL$sl)" = 0 ] || fail "SL $sl received data"
+done
+echo "PASS: roce qos_sl"

@@ -151,6 +151,63 @@ TEST_F(RingsTest, CqMoveGivesUpOnAnUnpublishedEntry) {
   EXPECT_EQ(16u, cq.capacity);
 }
 
+// ibv_destroy_qp's purge: a QP's entries leave the CQ, the others stay in
+// order (across a wrap of the ring), stamps move with their entries, and
+// producers go on pushing into the room it made.
+TEST_F(RingsTest, CqPurgeRemovesOneQpsEntriesKeepingOrder) {
+  SharedCq& cq = make_cq(8);
+  Result<Offset> stamps = seg_->arena_alloc(8 * sizeof(uint64_t));
+  ASSERT_TRUE(stamps.is_ok());
+  cq.stamps = stamps.value();
+  Cqe e{};
+  for (int i = 0; i < 5; ++i) ASSERT_EQ(cq_push(*seg_, cq, e), CqPush::kOk);
+  for (int i = 0; i < 5; ++i) ASSERT_TRUE(cq_pop(*seg_, cq, &e));  // head and tail at 5: the next entries wrap
+  for (uint32_t i = 0; i < 8; ++i) {
+    e.qp_num = (i % 3 == 1) ? 0x66 : 0x11;
+    e.wr_id = i;
+    ASSERT_EQ(cq_push(*seg_, cq, e), CqPush::kOk);
+  }
+  EXPECT_EQ(cq_push(*seg_, cq, e), CqPush::kOverrun);
+  cq.overrun.store(0);
+  std::vector<uint64_t> stamp_of(8);
+  for (uint64_t i = 0; i < 8; ++i) stamp_of[i] = cq_stamp(*seg_, cq, 5 + i)->load();
+  std::vector<uint64_t> seen;
+  const uint32_t removed = cq_purge(
+      *seg_, cq, [](const Cqe& c) { return c.qp_num == 0x66; }, [&](const Cqe& c) { seen.push_back(c.wr_id); },
+      1000);
+  EXPECT_EQ(3u, removed);
+  EXPECT_EQ((std::vector<uint64_t>{7, 4, 1}), seen);
+  for (int i = 0; i < 3; ++i) {
+    e.qp_num = 0x11;
+    e.wr_id = 100 + i;
+    ASSERT_EQ(cq_push(*seg_, cq, e), CqPush::kOk) << "room made by the purge";
+  }
+  std::vector<uint64_t> order;
+  uint64_t stamp = 0;
+  while (cq_pop_stamped(*seg_, cq, &e, &stamp)) {
+    EXPECT_EQ(0x11u, e.qp_num);
+    if (e.wr_id < 8) {
+      EXPECT_EQ(stamp_of[e.wr_id], stamp) << "entry " << e.wr_id;
+    }
+    order.push_back(e.wr_id);
+  }
+  EXPECT_EQ((std::vector<uint64_t>{0, 2, 3, 5, 6, 100, 101, 102}), order);
+}
+
+// A slot reserved and never published (its producer died): the purge
+// stops there and leaves it and everything after it alone.
+TEST_F(RingsTest, CqPurgeStopsAtAnUnpublishedEntry) {
+  SharedCq& cq = make_cq(16);
+  Cqe e{};
+  e.qp_num = 0x66;
+  ASSERT_EQ(cq_push(*seg_, cq, e), CqPush::kOk);
+  ASSERT_EQ(cq_push(*seg_, cq, e), CqPush::kOk);
+  cq.tail.store(3);  // entry 2 reserved, never published
+  EXPECT_EQ(2u, cq_purge(*seg_, cq, [](const Cqe& c) { return c.qp_num == 0x66; }, [](const Cqe&) {}, 100));
+  EXPECT_EQ(2u, cq.head.load());
+  EXPECT_FALSE(cq_pop(*seg_, cq, &e));
+}
+
 // Producers keep pushing while the owner grows the ring several times:
 // nothing is lost, duplicated or reordered, and no overrun is seen.
 TEST_F(RingsTest, CqMoveUnderConcurrentProducers) {

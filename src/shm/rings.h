@@ -351,6 +351,54 @@ inline bool cq_move(const Segment& seg, SharedCq& cq, Offset ring, uint32_t capa
   return true;
 }
 
+// Owner only, with no poll of this CQ running: removes the unpolled entries
+// that `match` selects, keeping the others in order; `removed` sees each
+// entry it takes out. Returns how many it removed. For ibv_destroy_qp,
+// which takes a QP's completions out of its CQs as rdma-core's mlx4/mlx5
+// providers do (__mlx5_cq_clean): consumers such as libfabric's verbs
+// provider free a QP's WR contexts when they destroy it, and a completion
+// polled afterwards would name freed memory.
+// Entries reserved but not yet published are waited for (bounded by
+// `patience_spins`: a producer that died mid-push stalls the CQ anyway);
+// the purge stops at one that stays unpublished. Producers keep reserving
+// at the tail meanwhile: only published slots below it are rewritten, and
+// head only moves forward, so no producer's fullness check is misled.
+template <class Match, class Removed>
+inline uint32_t cq_purge(const Segment& seg, SharedCq& cq, Match&& match, Removed&& removed,
+                         uint64_t patience_spins) {
+  const uint64_t head = cq.head.load(std::memory_order_relaxed);
+  const uint64_t tail = cq.tail.load(std::memory_order_acquire) & ~kCqTailClosed;
+  uint64_t end = head;
+  for (; end < tail; ++end) {
+    uint64_t spins = 0;
+    while (cq_owned_slot(seg, cq, end)->seq.load(std::memory_order_acquire) != end + 1) {
+      if (++spins == patience_spins) break;
+      if (spins > 64) sched_yield();
+    }
+    if (spins == patience_spins) break;
+  }
+  // Newest first: each kept entry moves up by the number of removed ones
+  // older than it, into a slot already read (removed, or itself moved up).
+  uint64_t gap = 0;
+  for (uint64_t i = end; i-- > head;) {
+    CqeSlot* from = cq_owned_slot(seg, cq, i);
+    if (match(static_cast<const Cqe&>(from->cqe))) {
+      removed(static_cast<const Cqe&>(from->cqe));
+      ++gap;
+      continue;
+    }
+    if (gap == 0) continue;
+    cq_owned_slot(seg, cq, i + gap)->cqe = from->cqe;
+    if (cq.stamps != 0)
+      cq_stamp(seg, cq, i + gap)->store(cq_stamp(seg, cq, i)->load(std::memory_order_relaxed),
+                                        std::memory_order_relaxed);
+  }
+  // The slots below the new head are free for producers; those from it to
+  // `end` keep their published sequence numbers, now with moved contents.
+  if (gap != 0) cq.head.store(head + gap, std::memory_order_release);
+  return static_cast<uint32_t>(gap);
+}
+
 inline bool cq_empty(const Segment& seg, const SharedCq& cq) {
   const uint64_t head = cq.head.load(std::memory_order_relaxed);
   return cq_owned_slot(seg, cq, head)->seq.load(std::memory_order_acquire) != head + 1;

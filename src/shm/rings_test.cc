@@ -151,6 +151,110 @@ TEST_F(RingsTest, CqMoveGivesUpOnAnUnpublishedEntry) {
   EXPECT_EQ(16u, cq.capacity);
 }
 
+// ibv_destroy_qp's purge: a QP's entries leave the CQ, the others stay in
+// order (across a wrap of the ring), stamps move with their entries, and
+// producers go on pushing into the room it made.
+TEST_F(RingsTest, CqPurgeRemovesOneQpsEntriesKeepingOrder) {
+  SharedCq& cq = make_cq(8);
+  Result<Offset> stamps = seg_->arena_alloc(8 * sizeof(uint64_t));
+  ASSERT_TRUE(stamps.is_ok());
+  cq.stamps = stamps.value();
+  Cqe e{};
+  for (int i = 0; i < 5; ++i) ASSERT_EQ(cq_push(*seg_, cq, e), CqPush::kOk);
+  for (int i = 0; i < 5; ++i) ASSERT_TRUE(cq_pop(*seg_, cq, &e));  // head and tail at 5: the next entries wrap
+  for (uint32_t i = 0; i < 8; ++i) {
+    e.qp_num = (i % 3 == 1) ? 0x66 : 0x11;
+    e.wr_id = i;
+    ASSERT_EQ(cq_push(*seg_, cq, e), CqPush::kOk);
+  }
+  EXPECT_EQ(cq_push(*seg_, cq, e), CqPush::kOverrun);
+  cq.overrun.store(0);
+  std::vector<uint64_t> stamp_of(8);
+  for (uint64_t i = 0; i < 8; ++i) stamp_of[i] = cq_stamp(*seg_, cq, 5 + i)->load();
+  std::vector<uint64_t> seen;
+  const uint32_t removed = cq_purge(
+      *seg_, cq, [](const Cqe& c) { return c.qp_num == 0x66; }, [&](const Cqe& c) { seen.push_back(c.wr_id); },
+      1000);
+  EXPECT_EQ(3u, removed);
+  EXPECT_EQ((std::vector<uint64_t>{7, 4, 1}), seen);
+  for (int i = 0; i < 3; ++i) {
+    e.qp_num = 0x11;
+    e.wr_id = 100 + i;
+    ASSERT_EQ(cq_push(*seg_, cq, e), CqPush::kOk) << "room made by the purge";
+  }
+  std::vector<uint64_t> order;
+  uint64_t stamp = 0;
+  while (cq_pop_stamped(*seg_, cq, &e, &stamp)) {
+    EXPECT_EQ(0x11u, e.qp_num);
+    if (e.wr_id < 8) {
+      EXPECT_EQ(stamp_of[e.wr_id], stamp) << "entry " << e.wr_id;
+    }
+    order.push_back(e.wr_id);
+  }
+  EXPECT_EQ((std::vector<uint64_t>{0, 2, 3, 5, 6, 100, 101, 102}), order);
+}
+
+// A slot reserved and never published (its producer died): the purge
+// stops there and leaves it and everything after it alone.
+TEST_F(RingsTest, CqPurgeStopsAtAnUnpublishedEntry) {
+  SharedCq& cq = make_cq(16);
+  Cqe e{};
+  e.qp_num = 0x66;
+  ASSERT_EQ(cq_push(*seg_, cq, e), CqPush::kOk);
+  ASSERT_EQ(cq_push(*seg_, cq, e), CqPush::kOk);
+  cq.tail.store(3);  // entry 2 reserved, never published
+  EXPECT_EQ(2u, cq_purge(*seg_, cq, [](const Cqe& c) { return c.qp_num == 0x66; }, [](const Cqe&) {}, 100));
+  EXPECT_EQ(2u, cq.head.load());
+  EXPECT_FALSE(cq_pop(*seg_, cq, &e));
+}
+
+// Producers keep pushing while the owner purges one QP's entries again and
+// again: every entry of the other QP arrives once, in its producer's order,
+// and no producer ever sees the ring overrun.
+TEST_F(RingsTest, CqPurgeUnderConcurrentProducers) {
+  SharedCq& cq = make_cq(64);
+  constexpr int kProducers = 2;
+  constexpr uint64_t kPerProducer = 20000;
+  constexpr uint32_t kKept = 0x11, kPurged = 0x66;
+  std::vector<std::thread> producers;
+  for (int p = 0; p < kProducers; ++p) {
+    producers.emplace_back([&, p] {
+      for (uint64_t i = 0; i < kPerProducer;) {
+        if (cq.tail.load() - cq.head.load() >= 48) {
+          std::this_thread::yield();
+          continue;
+        }
+        Cqe e{};
+        e.qp_num = (i % 3 == 0) ? kPurged : kKept;
+        e.wr_id = (static_cast<uint64_t>(p) << 32) | i;
+        ASSERT_EQ(cq_push(*seg_, cq, e), CqPush::kOk);
+        ++i;
+      }
+    });
+  }
+  std::vector<uint64_t> next(kProducers, 0);  // the next kept index expected per producer
+  uint64_t purges = 0, removed = 0;
+  Cqe e;
+  auto kept_after = [](uint64_t i) { return i % 3 == 0 ? i + 1 : i; };
+  while (next[0] < kPerProducer || next[1] < kPerProducer) {
+    if (++purges % 7 == 0) {
+      removed += cq_purge(*seg_, cq, [](const Cqe& c) { return c.qp_num == kPurged; }, [](const Cqe&) {}, 1'000'000);
+    }
+    if (!cq_pop(*seg_, cq, &e)) {
+      std::this_thread::yield();
+      continue;
+    }
+    if (e.qp_num == kPurged) continue;  // pushed after the last purge
+    const int p = static_cast<int>(e.wr_id >> 32);
+    const uint64_t i = e.wr_id & 0xffffffff;
+    ASSERT_EQ(kept_after(next[p]), i) << "kept entries of one producer arrive in order, once";
+    next[p] = kept_after(i + 1);
+  }
+  for (auto& t : producers) t.join();
+  EXPECT_EQ(cq.overrun.load(), 0u);
+  EXPECT_GT(removed, 0u) << "the purges had entries to take out";
+}
+
 // Producers keep pushing while the owner grows the ring several times:
 // nothing is lost, duplicated or reordered, and no overrun is seen.
 TEST_F(RingsTest, CqMoveUnderConcurrentProducers) {

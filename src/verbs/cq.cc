@@ -280,6 +280,18 @@ Status Cq::destroy() {
   return Status::ok();
 }
 
+void Cq::purge_qp(uint32_t qpn) {
+  shm::Segment& seg = ctx_->device().seg();
+  if (!single_threaded_) poll_mu_.lock();
+  shm::cq_purge(
+      seg, *shared_, [qpn](const shm::Cqe& c) { return c.qp_num == qpn; },
+      [&seg](const shm::Cqe& c) {
+        if (c.sq_index == shm::Cqe::kRecv) note_recv_polled(seg, c);
+      },
+      kMovePatienceSpins);
+  if (!single_threaded_) poll_mu_.unlock();
+}
+
 template <bool kStamped>
 int Cq::start_poll() {
   for (int pass = 0;; ++pass) {

@@ -78,6 +78,9 @@ class Cq {
   // Likewise for its asynchronous event (ibv_get_async_event).
   void note_async_event_fetched() { async_events_fetched_.fetch_add(1, std::memory_order_relaxed); }
   Status destroy();
+  // ibv_destroy_qp: the QP's unpolled completions leave this CQ (receives
+  // count as polled for their queue); the others keep their order.
+  void purge_qp(uint32_t qpn);
 
   // Extended polling (ibv_start_poll & co): the entry under the cursor.
   // kStamped: the CQ keeps completion timestamps (stamped()); the ops table

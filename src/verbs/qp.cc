@@ -890,6 +890,12 @@ Status Qp::destroy() {
     shared_->state.store(IBV_QPS_ERR, std::memory_order_release);
     shm::fold_port_share(shared_->counters, dev.port_counters(), shared_->sl.load(std::memory_order_relaxed));
   }
+  // ibv_destroy_qp takes the QP's unpolled completions out of its CQs, as
+  // rdma-core's mlx4/mlx5 providers do: a consumer that frees its WR
+  // contexts with the QP (libfabric's verbs provider) must never poll one.
+  // The QP is in Error: no completion of ours follows.
+  if (recv_cq_ != nullptr) recv_cq_->purge_qp(shared_->qpn);
+  if (send_cq_ != nullptr && send_cq_ != recv_cq_) send_cq_->purge_qp(shared_->qpn);
   detach_all_mcast();  // ibv_destroy_qp leaves the QP's groups, as the kernel's uverbs does
   shm::mark_dead(dev.seg(), *shared_, now_ns());
   add_users(-1);

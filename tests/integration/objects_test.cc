@@ -4,6 +4,7 @@
 #include <arpa/inet.h>
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <set>
 
 #include "harness.h"
@@ -490,6 +491,47 @@ TEST(Objects, CqBasics) {
     EXPECT_GE(largest->cqe, ep->dev.max_cqe);
     ibv_wc wc{};
     EXPECT_EQ(0, ibv_poll_cq(small.get(), 1, &wc)) << "an empty CQ";
+  });
+}
+
+// ibv_destroy_qp takes the QP's unpolled completions out of the CQs it
+// shares with other QPs, as rdma-core's mlx4/mlx5 providers do; the other
+// QPs' completions stay, in order. Regression: libfabric's verbs provider
+// frees a MSG endpoint's WR contexts with its QP, and ofi_rxm crashed on a
+// receive of a destroyed QP polled afterwards (issue 17).
+TEST(Objects, DestroyQpRemovesItsCompletions) {
+  run_solo("solo", [](Proc&) {
+    auto ep = Endpoint::open();
+    ASSERT_NE(nullptr, ep);
+    CqPtr cq = create_cq(ep->ctx.get(), 64);
+    ASSERT_NE(nullptr, cq);
+    QpConfig config;
+    TestQp* a = ep->add_qp(config, cq.get(), cq.get());
+    TestQp* b = ep->add_qp(config, cq.get(), cq.get());
+    ASSERT_TRUE(a && b && connect_local(*a, *b));
+    auto mem = Region::create(ep->pd.get(), 4096);
+    ASSERT_NE(nullptr, mem);
+    const uint32_t qpn_a = a->qpn(), qpn_b = b->qpn();
+    // Unpolled: a's SEND (id 1) and b's receive of it (id 2), a's receive
+    // of b's SEND (id 3) and b's SEND (id 4), a receive of b posted but
+    // never used (id 5).
+    ASSERT_TRUE(post_recv(*b, 2, {mem->sge(0, 64)}));
+    ASSERT_TRUE(post_recv(*b, 5, {mem->sge(1024, 64)}));
+    ASSERT_TRUE(post_recv(*a, 3, {mem->sge(2048, 64)}));
+    Wr to_b = wr_send(1, {mem->sge(512, 64)});
+    ASSERT_TRUE(post(*a, to_b));
+    Wr to_a = wr_send(4, {mem->sge(1536, 64)});
+    ASSERT_TRUE(post(*b, to_a));
+    auto it = std::find_if(ep->qps.begin(), ep->qps.end(), [a](const auto& q) { return q.get() == a; });
+    ASSERT_NE(ep->qps.end(), it);
+    ep->qps.erase(it);  // ibv_destroy_qp(a)
+    std::vector<ibv_wc> wcs;
+    ASSERT_TRUE(poll_n(cq.get(), 2, &wcs, scaled(kOpTimeout), "b's completions"));
+    EXPECT_TRUE(check_wc(wcs[0], {.wr_id = 2, .opcode = IBV_WC_RECV, .byte_len = 64, .qp_num = qpn_b}));
+    EXPECT_TRUE(check_wc(wcs[1], {.wr_id = 4, .opcode = IBV_WC_SEND, .qp_num = qpn_b}));
+    EXPECT_TRUE(expect_no_completion(cq.get(), Millis(50), "a completion of the destroyed QP"));
+    for (const ibv_wc& wc : wcs) EXPECT_NE(qpn_a, wc.qp_num);
+    ep->qps.clear();  // before the CQ they use
   });
 }
 

@@ -199,6 +199,15 @@ int wait_for(Rsocket* rs, std::unique_lock<std::mutex>& lk, bool nonblock, bool 
 int do_connect(Rsocket* rs);
 void arm_cq(Rsocket* rs);
 void drain_cq_events(Rsocket* rs);
+// Takes every event the non-blocking channel `ch` has for `cq`: the CQ is no
+// longer armed; events are acknowledged 256 at a time (`unacked` counts).
+void drain_cq_channel(ibv_comp_channel* ch, ibv_cq* cq, bool* armed, unsigned* unacked);
+
+// Buffers of whole pages of their own, so that registration can move them
+// onto a memfd that a peer on the host fabric maps (docs/DESIGN.md,
+// registered memory); nullptr when out of memory.
+uint8_t* alloc_pages(size_t len);
+void free_pages(uint8_t* p, size_t len);
 
 int create_ep(Rsocket* rs);
 void free_ep(Rsocket* rs);

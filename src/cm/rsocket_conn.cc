@@ -20,10 +20,8 @@ namespace softverbs::cm {
 namespace rsimpl {
 
 namespace {
-
-// Whole pages of their own, so registration can move them onto a memfd that
-// a peer on the host fabric maps (docs/DESIGN.md, registered memory).
 size_t page_round(size_t len) { return (len + 4095) / 4096 * 4096; }
+}  // namespace
 
 uint8_t* alloc_pages(size_t len) {
   void* p = mmap(nullptr, page_round(len), PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
@@ -33,6 +31,8 @@ uint8_t* alloc_pages(size_t len) {
 void free_pages(uint8_t* p, size_t len) {
   if (p != nullptr) munmap(p, page_round(len));
 }
+
+namespace {
 
 // The CM's event status as the errno librdmacm gives for it.
 int event_errno(const rdma_cm_event* ev) {

@@ -12,6 +12,7 @@
 #include <cerrno>
 #include <cstring>
 
+#include "cm/address.h"
 #include "cm/agent.h"
 #include "cm/cm.h"
 #include "cm/rsocket_dgram.h"
@@ -22,21 +23,6 @@ namespace softverbs::cm {
 namespace rsimpl {
 
 namespace {
-
-// Whole pages, so registration can move them onto shareable memory (as
-// rsocket_conn.cc's buffers).
-size_t page_round(size_t len) { return (len + 4095) / 4096 * 4096; }
-
-uint8_t* alloc_pages(size_t len) {
-  void* p = mmap(nullptr, page_round(len), PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
-  return p == MAP_FAILED ? nullptr : static_cast<uint8_t*>(p);
-}
-
-void free_pages(uint8_t* p, size_t len) {
-  if (p != nullptr) munmap(p, page_round(len));
-}
-
-socklen_t addr_len(const sockaddr* sa) { return sa->sa_family == AF_INET6 ? sizeof(sockaddr_in6) : sizeof(sockaddr_in); }
 
 // rdma-core compares whole sockaddrs; flowinfo and padding would only split
 // one peer into two.
@@ -93,7 +79,7 @@ int src_addr_for(Rsocket* rs, const sockaddr* dest, sockaddr_storage* src) {
   if (port_of(reinterpret_cast<sockaddr*>(src)) == 0) {
     sockaddr_storage any{};
     any.ss_family = src->ss_family;
-    if (bind(rs->dg->udp_sock, reinterpret_cast<sockaddr*>(&any), addr_len(reinterpret_cast<sockaddr*>(&any))) != 0) {
+    if (bind(rs->dg->udp_sock, reinterpret_cast<sockaddr*>(&any), sockaddr_len(reinterpret_cast<sockaddr*>(&any))) != 0) {
       return -1;
     }
     len = sizeof *src;
@@ -103,7 +89,7 @@ int src_addr_for(Rsocket* rs, const sockaddr* dest, sockaddr_storage* src) {
   const in_port_t port = port_of(reinterpret_cast<sockaddr*>(src));
   const int probe = raw_socket(dest->sa_family, SOCK_DGRAM | SOCK_CLOEXEC, 0);
   if (probe < 0) return -1;
-  int rc = connect(probe, dest, addr_len(dest));
+  int rc = connect(probe, dest, sockaddr_len(dest));
   if (rc == 0) {
     len = sizeof *src;
     rc = getsockname(probe, reinterpret_cast<sockaddr*>(src), &len);
@@ -130,7 +116,7 @@ ibv_ah* make_ah(DsQp* qp, const sockaddr* dst) {
   rdma_cm_id* id = nullptr;
   if (create_id(nullptr, &id, nullptr, RDMA_PS_UDP) != 0) return nullptr;
   sockaddr_storage src{};
-  std::memcpy(&src, &qp->id->route.addr.src_addr, addr_len(&qp->id->route.addr.src_addr));
+  std::memcpy(&src, &qp->id->route.addr.src_addr, sockaddr_len(&qp->id->route.addr.src_addr));
   set_port(reinterpret_cast<sockaddr*>(&src), 0);
   ibv_ah* ah = nullptr;
   if (resolve_addr(id, reinterpret_cast<sockaddr*>(&src), dst, 2000) == 0 && resolve_route(id, 2000) == 0 &&
@@ -228,7 +214,7 @@ DsQp* create_qp(Rsocket* rs, const sockaddr* src) {
   qp->max_payload = std::min(kDsSlot, mtu) - (qp->hdr_len == dsproto::kIpv4HdrLen ? dsproto::kUdpIpv4HdrLen
                                                                                    : dsproto::kUdpIpv6HdrLen);
 
-  std::memcpy(&qp->self.addr, src, addr_len(src));
+  std::memcpy(&qp->self.addr, src, sockaddr_len(src));
   qp->self.qp = qp.get();
   qp->self.qpn = qp->id->qp->qp_num;
   qp->self.ah = make_ah(qp.get(), src);
@@ -349,7 +335,7 @@ int ds_connect(Rsocket* rs, const sockaddr* addr, socklen_t len) {
 
 DsDest* ds_get_dest(Rsocket* rs, const sockaddr* addr, socklen_t len) {
   RsDgram* dg = rs->dg;
-  if (addr == nullptr || (addr->sa_family != AF_INET && addr->sa_family != AF_INET6) || len < addr_len(addr)) {
+  if (addr == nullptr || (addr->sa_family != AF_INET && addr->sa_family != AF_INET6) || len < sockaddr_len(addr)) {
     errno = addr != nullptr && addr->sa_family != AF_INET && addr->sa_family != AF_INET6 ? EAFNOSUPPORT : EINVAL;
     return nullptr;
   }
@@ -360,7 +346,7 @@ DsDest* ds_get_dest(Rsocket* rs, const sockaddr* addr, socklen_t len) {
   DsQp* qp = get_qp(rs, reinterpret_cast<sockaddr*>(&src));
   if (qp == nullptr) return nullptr;
   auto d = std::make_unique<DsDest>();
-  std::memcpy(&d->addr, addr, addr_len(addr));
+  std::memcpy(&d->addr, addr, sockaddr_len(addr));
   d->qp = qp;
   DsDest* out = d.get();
   dg->dests.emplace(key, std::move(d));

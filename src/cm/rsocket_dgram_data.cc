@@ -220,16 +220,7 @@ void ds_after_poll(Rsocket* rs, const pollfd& p) {
     return;
   }
   for (auto& qp : rs->dg->qps) {
-    if (qp->cq_ch->fd != p.fd) continue;
-    ibv_cq* cq = nullptr;
-    void* ctx = nullptr;
-    while (ibv_get_cq_event(qp->cq_ch, &cq, &ctx) == 0) {
-      qp->cq_armed = false;
-      if (++qp->unacked_cq_events >= 256) {
-        ibv_ack_cq_events(qp->cq, qp->unacked_cq_events);
-        qp->unacked_cq_events = 0;
-      }
-    }
+    if (qp->cq_ch->fd == p.fd) drain_cq_channel(qp->cq_ch, qp->cq, &qp->cq_armed, &qp->unacked_cq_events);
   }
 }
 

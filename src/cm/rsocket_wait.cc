@@ -36,17 +36,20 @@ void arm_cq(Rsocket* rs) {
   }
 }
 
-void drain_cq_events(Rsocket* rs) {
-  if (rs->cq_ch == nullptr) return;
-  ibv_cq* cq = nullptr;
+void drain_cq_channel(ibv_comp_channel* ch, ibv_cq* cq, bool* armed, unsigned* unacked) {
+  ibv_cq* event_cq = nullptr;
   void* ctx = nullptr;
-  while (ibv_get_cq_event(rs->cq_ch, &cq, &ctx) == 0) {
-    rs->cq_armed = false;
-    if (++rs->unacked_cq_events >= 256) {
-      ibv_ack_cq_events(rs->cq, rs->unacked_cq_events);
-      rs->unacked_cq_events = 0;
+  while (ibv_get_cq_event(ch, &event_cq, &ctx) == 0) {
+    *armed = false;
+    if (++*unacked >= 256) {
+      ibv_ack_cq_events(cq, *unacked);
+      *unacked = 0;
     }
   }
+}
+
+void drain_cq_events(Rsocket* rs) {
+  if (rs->cq_ch != nullptr) drain_cq_channel(rs->cq_ch, rs->cq, &rs->cq_armed, &rs->unacked_cq_events);
 }
 
 int wait_for(Rsocket* rs, std::unique_lock<std::mutex>& lk, bool nonblock, bool (*test)(Rsocket*)) {

@@ -17,21 +17,7 @@
 set -euo pipefail
 lib=$1
 scenario=$2
-export LD_LIBRARY_PATH=$lib
-export SOFTVERBS_DEVICE_PATH=/dev/shm/softverbs-conf-qos-$scenario-$$
-export SOFTVERBS_LINK=4xSDR SOFTVERBS_LINK_PACING=1
-work=$(mktemp -d)
-pids=()
-cleanup() {
-  for p in "${pids[@]}"; do kill -TERM "$p" 2>/dev/null || true; done
-  for p in "${pids[@]}"; do
-    for _ in $(seq 20); do kill -0 "$p" 2>/dev/null || break; sleep 0.1; done
-    kill -KILL "$p" 2>/dev/null || true
-    wait "$p" 2>/dev/null || true
-  done
-  rm -rf "$SOFTVERBS_DEVICE_PATH" "$SOFTVERBS_DEVICE_PATH.sysfs" "$SOFTVERBS_DEVICE_PATH.pma" "$work"
-}
-trap cleanup EXIT
+. "$(dirname "$0")/paced_link.sh" "qos-$scenario"
 fail() { echo "FAIL: qos $scenario: $*" >&2; exit 1; }
 for tool in ib_write_bw perfquery opensm; do
   command -v $tool >/dev/null || { echo "SKIP: $tool is not installed"; exit 77; }
@@ -56,22 +42,7 @@ CONF
 }
 
 # flow SL SECONDS: an ib_write_bw pair on SL, in the background.
-flow() {
-  local sl=$1 secs=$2 port
-  port=$(free_tcp_port $(( 17000 + sl * 7 )))
-  timeout $(( secs + 60 )) ib_write_bw -d softverbs0 --sl "$sl" -p "$port" -D "$secs" >"$work/server$sl" 2>&1 &
-  pids+=($!)
-  (
-    for _ in $(seq 100); do
-      rc=0
-      timeout $(( secs + 60 )) ib_write_bw -d softverbs0 --sl "$sl" -p "$port" -D "$secs" localhost \
-        >"$work/client$sl" 2>&1 || rc=$?
-      if [ $rc -ne 0 ] && grep -q "Couldn't connect" "$work/client$sl"; then sleep 0.1; else exit $rc; fi
-    done
-    exit 1
-  ) &
-  pids+=($!)
-}
+flow() { pair "flow$1" "$1" ib_write_bw --sl "$1" -D "$2"; }
 
 # sl_words NAME: PortXmitDataSL of SL0 and SL2 now, as "a b".
 sl_words() {

@@ -21,21 +21,7 @@ set -euo pipefail
 lib=$1
 flood=$2
 scenario=$3
-export LD_LIBRARY_PATH=$lib
-export SOFTVERBS_DEVICE_PATH=/dev/shm/softverbs-conf-vl15-$scenario-$$
-export SOFTVERBS_LINK=4xSDR SOFTVERBS_LINK_PACING=1
-work=$(mktemp -d)
-pids=()
-cleanup() {
-  for p in "${pids[@]}"; do kill -TERM "$p" 2>/dev/null || true; done
-  for p in "${pids[@]}"; do
-    for _ in $(seq 20); do kill -0 "$p" 2>/dev/null || break; sleep 0.1; done
-    kill -KILL "$p" 2>/dev/null || true
-    wait "$p" 2>/dev/null || true
-  done
-  rm -rf "$SOFTVERBS_DEVICE_PATH" "$SOFTVERBS_DEVICE_PATH.sysfs" "$SOFTVERBS_DEVICE_PATH.pma" "$work"
-}
-trap cleanup EXIT
+. "$(dirname "$0")/paced_link.sh" "vl15-$scenario"
 fail() { echo "FAIL: vl15 $scenario: $*" >&2; exit 1; }
 for tool in ib_write_bw ibv_rc_pingpong perfquery smpquery; do
   command -v $tool >/dev/null || { echo "SKIP: $tool is not installed"; exit 77; }
@@ -45,25 +31,6 @@ done
 run_timeout=60
 . "$(dirname "$0")/diag_output.sh"
 
-# pair NAME SL CLIENT-OPTIONS...: a server and a client of one tool on SL,
-# in the background; the client retries only a rendezvous the server was
-# not yet listening for. Their output: $work/NAME.server, $work/NAME.client.
-pair() {
-  local name=$1 sl=$2 tool=$3 port
-  shift 3
-  port=$(free_tcp_port $(( 18000 + sl * 11 + ${#name} )))
-  timeout 90 "$tool" -d softverbs0 -p "$port" "$@" >"$work/$name.server" 2>&1 &
-  pids+=($!)
-  (
-    for _ in $(seq 100); do
-      rc=0
-      timeout 90 "$tool" -d softverbs0 -p "$port" "$@" localhost >"$work/$name.client" 2>&1 || rc=$?
-      if [ $rc -ne 0 ] && grep -q "Couldn't connect" "$work/$name.client"; then sleep 0.1; else exit $rc; fi
-    done
-    exit 1
-  ) &
-  pids+=($!)
-}
 # wait_all: every background tool exited 0.
 wait_all() {
   for p in "${pids[@]}"; do wait "$p" || fail "a tool exited $? ($(tail -n 3 "$work"/*.client | tr '\n' ' '))"; done

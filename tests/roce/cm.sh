@@ -60,6 +60,28 @@ cleanup() {
 }
 trap cleanup EXIT
 fail() { echo "FAIL: $*" >&2; exit 1; }
+# capture_start FILTER PCAP: dumpcap on namespace A's veth into PCAP, back
+# once it captures; its PID in $cap.
+capture_start() {
+  ip netns exec "$NETNS_A" timeout 60 dumpcap -i "va-$$" -f "$1" -P -w "$2" > "$work/dumpcap.out" 2>&1 &
+  cap=$!
+  NETNS_PIDS+=("$cap")
+  for _ in $(seq 100); do
+    grep -qs "^Capturing on" "$work/dumpcap.out" && break
+    sleep 0.05
+  done
+  grep -q "^Capturing on" "$work/dumpcap.out" || fail "dumpcap did not start: $(cat "$work/dumpcap.out")"
+}
+# capture_stop PCAP: stops dumpcap with what it holds; PCAP must have no
+# malformed packet and no expert warning.
+capture_stop() {
+  sleep 0.6  # dumpcap hands packets over in 250 ms blocks
+  kill -INT "$cap"
+  wait "$cap" || true
+  local bad
+  bad=$(tshark -n -r "$1" -Y '_ws.malformed || _ws.expert.severity >= "Warning"' 2> /dev/null)
+  [ -z "$bad" ] || fail "malformed or expert warnings: $bad"
+}
 
 env_a=(LD_LIBRARY_PATH="$lib" SOFTVERBS_ROCE_ADDR="$ADDR_A" SOFTVERBS_DEVICE_PATH=/dev/shm/softverbs-itest-cm-$$-a)
 env_b=(LD_LIBRARY_PATH="$lib" SOFTVERBS_ROCE_ADDR="$ADDR_B" SOFTVERBS_DEVICE_PATH=/dev/shm/softverbs-itest-cm-$$-b)
@@ -255,21 +277,10 @@ case $scenario in
     # the 8-byte header naming its sender's address and port.
     hex_addr() { local IFS=.; printf '%02x' $1; }
     pcap=$work/udpong.pcap
-    ip netns exec "$NETNS_A" timeout 60 dumpcap -i "va-$$" -f "udp port 4791 or udp port $port" -P -w "$pcap" > "$work/dumpcap.out" 2>&1 &
-    cap=$!
-    NETNS_PIDS+=("$cap")
-    for _ in $(seq 100); do
-      grep -qs "^Capturing on" "$work/dumpcap.out" && break
-      sleep 0.05
-    done
-    grep -q "^Capturing on" "$work/dumpcap.out" || fail "dumpcap did not start: $(cat "$work/dumpcap.out")"
+    capture_start "udp port 4791 or udp port $port" "$pcap"
     udpong_pair "$ADDR_A" "$ADDR_B" -T e -C 20 -S 64
-    sleep 0.6  # dumpcap hands packets over in 250 ms blocks
-    kill -INT "$cap"
-    wait "$cap" || true
+    capture_stop "$pcap"
     ts() { tshark -n "$@" 2> /dev/null; }
-    bad=$(ts -r "$pcap" -Y '_ws.malformed || _ws.expert.severity >= "Warning"')
-    [ -z "$bad" ] || fail "malformed or expert warnings: $bad"
     a_hex=$(hex_addr "$ADDR_A") b_hex=$(hex_addr "$ADDR_B")
     # One pass of tshark (slow to start on a busy host): source, UDP ports,
     # BTH opcode, DETH Q_Key, UDP payload, IB payload.
@@ -336,22 +347,11 @@ case $scenario in
     ;;
   capture)
     pcap=$work/cm.pcap
-    ip netns exec "$NETNS_A" timeout 60 dumpcap -i "va-$$" -f "udp port 4791" -P -w "$pcap" > "$work/dumpcap.out" 2>&1 &
-    cap=$!
-    NETNS_PIDS+=("$cap")
-    for _ in $(seq 100); do
-      grep -qs "^Capturing on" "$work/dumpcap.out" && break
-      sleep 0.05
-    done
-    grep -q "^Capturing on" "$work/dumpcap.out" || fail "dumpcap did not start: $(cat "$work/dumpcap.out")"
+    capture_start "udp port 4791" "$pcap"
     rping_pair 2
     pair udaddy 'RDMA_CM_EVENT_UNREACHABLE, error: 1' 'return status 0' udaddy -c 1 -C 2 -- udaddy -s "$ADDR_A" -c 1 -C 2
-    sleep 0.6  # dumpcap hands packets over in 250 ms blocks
-    kill -INT "$cap"
-    wait "$cap" || true
+    capture_stop "$pcap"
     ts() { tshark -n "$@" 2> /dev/null; }
-    bad=$(ts -r "$pcap" -Y '_ws.malformed || _ws.expert.severity >= "Warning"')
-    [ -z "$bad" ] || fail "malformed or expert warnings: $bad"
     for attr in 0x0010:REQ 0x0013:REP 0x0014:RTU 0x0015:DREQ 0x0016:DREP 0x0017:SIDR_REQ 0x0018:SIDR_REP; do
       n=$(ts -r "$pcap" -Y "infiniband.mad.mgmtclass == 0x07 && infiniband.mad.attributeid == ${attr%%:*} && infiniband.bth.destqp == 1 && infiniband.deth.srcqp == 1 && infiniband.deth.q_key == 0x80010000" | wc -l)
       [ "$n" -ge 1 ] || fail "no ${attr#*:} (attribute ${attr%%:*}) to QP1 in the capture"

@@ -545,7 +545,9 @@ TEST_F(TailProbeTest, SecondProbeGoesBackWhenTheNakIsLost) {
 // A dead peer: probes are bounded (two per ACK timeout) and spend no retry,
 // so the WQE still fails after exactly retry_cnt timeouts (IBA C9-140).
 TEST_F(TailProbeTest, DeadPeerStillEndsInRetryExceededAfterRetryCntTimeouts) {
-  side_.conn.timeout = 10;  // 4.2 ms: room for probes at 1 ms
+  // 33.5 ms: the probes, at 1 and 3 ms, come first even when the test's
+  // sleeps overshoot by milliseconds (the link waits on the real clock).
+  side_.conn.timeout = 13;
   side_.conn.retry_cnt = 2;
   side_.completer.retries_left = 2;
   link_->set_script([](const PacketInfo& p) {

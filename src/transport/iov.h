@@ -1,12 +1,15 @@
 // Byte ranges in the caller's own address space, and copying between lists
 // of them. The payload of a request is always such a list: the requester's
 // gathered SGEs on the host fabric, a packet's bytes on the UDP fabric.
+// Every copy here may land in memory an application polls: place_copy.
 #pragma once
 
 #include <sys/uio.h>
 
 #include <cstdint>
 #include <cstring>
+
+#include "transport/placement_copy.h"
 
 namespace softverbs::transport {
 
@@ -61,7 +64,7 @@ inline void gather_into(void* dst, IoCursor& src, uint64_t n) {
   while (n > 0) {
     iovec p = src.next(n);
     if (p.iov_len == 0) return;
-    std::memcpy(d, p.iov_base, p.iov_len);
+    place_copy(d, p.iov_base, p.iov_len);
     d += p.iov_len;
     n -= p.iov_len;
   }
@@ -73,7 +76,7 @@ inline void scatter_from(IoCursor& dst, const void* src, uint64_t n) {
   while (n > 0) {
     iovec p = dst.next(n);
     if (p.iov_len == 0) return;
-    std::memcpy(p.iov_base, s, p.iov_len);
+    place_copy(p.iov_base, s, p.iov_len);
     s += p.iov_len;
     n -= p.iov_len;
   }
@@ -87,7 +90,7 @@ inline void gather_list(void* dst, const IoList& src, uint64_t offset, uint64_t 
     auto* d = static_cast<char*>(dst);
     for (uint32_t i = 0; i < src.count && n > 0; ++i) {
       const uint64_t k = src.iov[i].iov_len < n ? src.iov[i].iov_len : n;
-      std::memcpy(d, src.iov[i].iov_base, k);
+      place_copy(d, src.iov[i].iov_base, k);
       d += k;
       n -= k;
     }
@@ -102,7 +105,7 @@ inline void scatter_list(const IoList& dst, uint64_t offset, const void* src, ui
     auto* s = static_cast<const char*>(src);
     for (uint32_t i = 0; i < dst.count && n > 0; ++i) {
       const uint64_t k = dst.iov[i].iov_len < n ? dst.iov[i].iov_len : n;
-      std::memcpy(dst.iov[i].iov_base, s, k);
+      place_copy(dst.iov[i].iov_base, s, k);
       s += k;
       n -= k;
     }

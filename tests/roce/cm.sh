@@ -35,7 +35,8 @@
 #   rstream    rstream -T v (rsockets, non-blocking calls) and -T a -T v
 #              (rpoll) across the veth pair, IPv4 then IPv6: data checked
 #              on both sides; riostream -T v (riowrite into the peer's
-#              window) likewise
+#              window) likewise, and riostream's 64-byte latency loop
+#              (IPv4)
 #   udpong     udpong (datagram rsockets over UD QPs) across the veth pair,
 #              IPv4 then IPv6: echoed datagrams of 64 and 1536 bytes with
 #              non-blocking calls, through rpoll and blocking, and a
@@ -240,6 +241,13 @@ case $scenario in
       rstream -s "$ADDR_A" -p $port -T a -T v -C 100 -S 1000000
     pair "riostream -T v" 'Connection refused' '^custom ' riostream -b "$ADDR_A" -p $port -T v -C 200 -S 100000 -- \
       riostream -s "$ADDR_A" -p $port -T v -C 200 -S 100000
+    # riostream's latency loop: each side writes its marker into the byte
+    # the peer's WRITE just landed in, which the receive thread must not
+    # store again (transport/placement_copy.h). Both sides spin on memory,
+    # so on two cores each round waits for a receive thread to get a core
+    # (about 0.5 ms): 1000 rounds, not the default run's 100 000.
+    pair "riostream -S 64 -I 1000" 'Connection refused' '^custom ' riostream -b "$ADDR_A" -p $port -S 64 -C 1 -I 1000 -- \
+      riostream -s "$ADDR_A" -p $port -S 64 -C 1 -I 1000
     env_a=(LD_LIBRARY_PATH="$lib" SOFTVERBS_ROCE_ADDR="$ADDR6_A" SOFTVERBS_DEVICE_PATH=/dev/shm/softverbs-itest-cm-$$-a6)
     env_b=(LD_LIBRARY_PATH="$lib" SOFTVERBS_ROCE_ADDR="$ADDR6_B" SOFTVERBS_DEVICE_PATH=/dev/shm/softverbs-itest-cm-$$-b6)
     pair "rstream -T v (IPv6)" 'Connection refused' '^custom ' rstream -b "$ADDR6_A" -p $port -T v -C 200 -S 100000 -- \

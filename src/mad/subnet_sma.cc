@@ -357,6 +357,15 @@ PortView subnet_port_view(const Subnet& s, unsigned node, unsigned port, unsigne
   return v;
 }
 
+bool route_lid(const Subnet& s, uint16_t dlid, unsigned* node, uint8_t* arrival_port) {
+  const int origin = s.topology->local_ca();
+  Hop at;
+  if (origin < 0 || !walk_lid(s, origin, dlid, &at)) return false;
+  *node = static_cast<unsigned>(at.node);
+  *arrival_port = at.port;
+  return true;
+}
+
 bool leaves_port(const PortView& local, const uint8_t* in, size_t len, uint16_t dlid) {
   if (in == nullptr || len < kMadBytes) return false;
   const uint8_t klass = MgmtClass::get(in);

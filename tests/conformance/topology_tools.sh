@@ -8,7 +8,8 @@
 # (paths that leave the fabric time out), bad-file (a broken topology is
 # refused with its line), ibsim-nets (ibsim's example nets load and are
 # discovered), opensm (opensm -o brings the subnet up: LIDs, forwarding
-# tables, ACTIVE ports, and the LID-routed tools on top). Every tool, opensm
+# tables, ACTIVE ports, and the LID-routed tools on top, directed routes
+# with a LID-routed first part included). Every tool, opensm
 # included, runs in the foreground under `timeout`; nothing is left running.
 # sm-none: SOFTVERBS_SM=none without a topology. qos: the CAs' QoS tables
 # from the topology file's "# softverbs: qos_ca_*" lines, with no SM.
@@ -214,6 +215,17 @@ case $scenario in
     leaf_b=$(awk '/"leaf-b" base port 0 lid/ { print $(NF-2); exit }' "$work/net")
     run rt ibroute "$leaf_b"
     grep -q '^6 valid lids dumped' "$work/rt" || { cat "$work/rt" >&2; fail "ibroute: not 6 LIDs routed"; }
+    # A directed route with a LID-routed first part (smpquery -c LID,PATH:
+    # DrSLID is the sender's LID, IBA 14.2.2): to leaf-b by LID, then out of
+    # its port 1 to host-2; out of an unlinked port it is lost.
+    run comb0 smpquery -c nodeinfo "$leaf_b,0"
+    expect "$work/comb0" NodeType Switch
+    expect "$work/comb0" Guid 0x0011750000000200
+    run comb smpquery -c nodedesc "$leaf_b,0,1"
+    grep -q 'host-2' "$work/comb" || { cat "$work/comb" >&2; fail "$leaf_b,0,1 is not host-2"; }
+    rc=0
+    timeout 30 smpquery -t 200 -c nodeinfo "$leaf_b,0,3" >"$work/comb3" 2>&1 || rc=$?
+    [ $rc -ne 0 ] && [ $rc -ne 124 ] || { cat "$work/comb3" >&2; fail "smpquery -c $leaf_b,0,3 exited $rc"; }
     run links iblinkinfo
     [ "$(grep -c 'Active/  LinkUp' "$work/links")" = 12 ] || { cat "$work/links" >&2; fail "iblinkinfo: not 12 active link ends"; }
     # opensm -o has exited: no SM answers SMInfo now, as on hardware.

@@ -91,16 +91,12 @@ Disposition answer_in_subnet(const shm::Segment& seg, const uint8_t* in, size_t 
   return d;
 }
 
-}  // namespace
-
-Disposition answer_remote_gmp(const shm::Segment& seg, const uint8_t* in, size_t len, uint16_t dlid, uint8_t* out) {
-  if (in == nullptr || len < kMadBytes || MgmtClass::get(in) != static_cast<uint8_t>(MgmtClassId::kPerfMgmt))
-    return Disposition::kDrop;
-  const LoadedSubnet& l = loaded_subnet(seg);
-  if (l.state == nullptr) return Disposition::kDrop;  // no subnet: nothing beyond the port
-  // The reset point of the port facing the device's lives beside the
-  // subnet's state, so it goes with that subnet. Counters are read and
-  // reset outside the subnet's lock (they take a file lock of their own).
+// The subnet's PMAs: the node that holds `*dlid`, or with none the device's
+// own CA. The reset point of the port facing the device's lives beside the
+// subnet's state, so it goes with that subnet. Counters are read and reset
+// outside the subnet's lock (they take a file lock of their own).
+Disposition answer_pma_in_subnet(const shm::Segment& seg, const LoadedSubnet& l, const uint8_t* in, size_t len,
+                                 const uint16_t* dlid, uint8_t* out) {
   const std::string peer_baseline = l.state_path + ".pma-peer";
   const PmaCounters raw = raw_pma_counters(seg);
   const PmaCounters peer_raw = mirror_pma_counters(raw);
@@ -111,11 +107,22 @@ Disposition answer_remote_gmp(const shm::Segment& seg, const uint8_t* in, size_t
     Subnet s = l.subnet;
     shm::SubnetLock lock(*l.state);
     s.local = port_view(seg);
-    d = answer_subnet_pma(s, counters, in, len, dlid, out, &reset);
+    d = dlid != nullptr ? answer_subnet_pma(s, counters, in, len, *dlid, out, &reset)
+                        : answer_local_ca_pma(s, counters, in, len, out, &reset);
   }
   reset_pma_counters(seg, raw, reset.local);
   reset_counters(peer_baseline, peer_raw, reset.peer);
   return d;
+}
+
+}  // namespace
+
+Disposition answer_remote_gmp(const shm::Segment& seg, const uint8_t* in, size_t len, uint16_t dlid, uint8_t* out) {
+  if (in == nullptr || len < kMadBytes || MgmtClass::get(in) != static_cast<uint8_t>(MgmtClassId::kPerfMgmt))
+    return Disposition::kDrop;
+  const LoadedSubnet& l = loaded_subnet(seg);
+  if (l.state == nullptr) return Disposition::kDrop;  // no subnet: nothing beyond the port
+  return answer_pma_in_subnet(seg, l, in, len, &dlid, out);
 }
 
 void claim_boot_qos(const shm::Segment& seg) {
@@ -170,6 +177,9 @@ Disposition answer_mad(const shm::Segment& seg, const uint8_t* in, size_t len, u
       return d;
     }
     case MgmtClassId::kPerfMgmt: {
+      // With a topology the device's CA has the topology's ports, as for the SMA.
+      const LoadedSubnet& l = loaded_subnet(seg);
+      if (l.state != nullptr) return answer_pma_in_subnet(seg, l, in, len, nullptr, out);
       const PmaCounters raw = raw_pma_counters(seg);
       uint64_t reset = 0;
       const Disposition d = answer_pma(pma_counters(seg), in, len, out, &reset);

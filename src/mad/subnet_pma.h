@@ -39,4 +39,10 @@ struct LinkPmaReset {  // PmaCounter bits to clear
 Disposition answer_subnet_pma(const Subnet& subnet, const LinkPmaCounters& counters, const uint8_t* in, size_t len,
                               uint16_t dlid, uint8_t* out, LinkPmaReset* reset);
 
+// A GMP for the device's own port, answered by the PMA of the device's CA
+// as the topology has it (all its ports, port 1 the device's), as the
+// SMA answers for it. REQUIRES: as above.
+Disposition answer_local_ca_pma(const Subnet& subnet, const LinkPmaCounters& counters, const uint8_t* in, size_t len,
+                                uint8_t* out, LinkPmaReset* reset);
+
 }  // namespace softverbs::mad

@@ -197,6 +197,32 @@ TEST_F(SubnetPmaTest, TheDevicesCaAnswersForItsPortsThroughPort2sLid) {
   EXPECT_EQ(data(a.out, 72)[39], 90);  // PortRcvPkts
 }
 
+TEST_F(SubnetPmaTest, TheDevicesOwnCaHasTheTopologysPorts) {
+  Answer a;
+  {
+    shm::SubnetLock lock(*state_);
+    a.d = answer_local_ca_pma(subnet_, counters_, pma(0x01, 0x0012, 2).data(), kMadBytes, a.out.data(), &a.reset);
+  }
+  ASSERT_EQ(a.d, Disposition::kRespond);
+  EXPECT_EQ(Status::get(a.out.data()), 0);
+  Bytes want(44, 0);
+  want[1] = 2;
+  EXPECT_EQ(data(a.out, 44), want);  // port 2: no link, no traffic
+  {
+    shm::SubnetLock lock(*state_);
+    a.d = answer_local_ca_pma(subnet_, counters_, pma(0x02, 0x0012, 0xff, 1u << 6).data(), kMadBytes, a.out.data(),
+                              &a.reset);
+  }
+  EXPECT_EQ(data(a.out, 44)[15], 0);  // PortXmitDiscards (port 1's 3) shown cleared
+  EXPECT_EQ(a.reset.local, 1ull << kXmitDiscards);
+  EXPECT_EQ(a.reset.peer, 0u);
+  {
+    shm::SubnetLock lock(*state_);
+    a.d = answer_local_ca_pma(subnet_, counters_, pma(0x01, 0x0012, 3).data(), kMadBytes, a.out.data(), &a.reset);
+  }
+  EXPECT_EQ(Status::get(a.out.data()), 0x1c);
+}
+
 TEST_F(SubnetPmaTest, ClassPortInfoOfASwitchGolden) {
   const Answer a = ask(pma(0x01, 0x0001, 0), kSwBLid);
   ASSERT_EQ(a.d, Disposition::kRespond);

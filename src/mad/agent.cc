@@ -10,6 +10,7 @@
 #include "mad/pma.h"
 #include "mad/pma_counters.h"
 #include "mad/port_view.h"
+#include "mad/subnet_pma.h"
 #include "mad/subnet_sma.h"
 #include "mad/vl15_buffer.h"
 #include "shm/port_qos.h"
@@ -23,6 +24,7 @@ struct LoadedSubnet {
   bool failed = false;
   Topology topology;
   std::unique_ptr<shm::SubnetState> state;
+  std::string state_path;
   Subnet subnet;
 };
 
@@ -44,7 +46,8 @@ const LoadedSubnet& loaded_subnet(const shm::Segment& seg) {
     std::snprintf(digest, sizeof digest, "%016" PRIx64, topology_hash(l->topology));
     // Without an SM, the CAs' ports keep the tables the file gives them.
     const Topology& t = l->topology;
-    auto st = shm::SubnetState::open(seg.path() + ".subnet-" + digest, [&t](shm::SubnetNode* nodes) {
+    l->state_path = seg.path() + ".subnet-" + digest;
+    auto st = shm::SubnetState::open(l->state_path, [&t](shm::SubnetNode* nodes) {
       if (!t.has_ca_qos) return;
       for (size_t i = 0; i < t.nodes.size() && i < shm::kSubnetMaxNodes; ++i)
         if (!t.nodes[i].is_switch())
@@ -88,7 +91,39 @@ Disposition answer_in_subnet(const shm::Segment& seg, const uint8_t* in, size_t 
   return d;
 }
 
+// The subnet's PMAs: the node that holds `*dlid`, or with none the device's
+// own CA. The reset point of the port facing the device's lives beside the
+// subnet's state, so it goes with that subnet. Counters are read and reset
+// outside the subnet's lock (they take a file lock of their own).
+Disposition answer_pma_in_subnet(const shm::Segment& seg, const LoadedSubnet& l, const uint8_t* in, size_t len,
+                                 const uint16_t* dlid, uint8_t* out) {
+  const std::string peer_baseline = l.state_path + ".pma-peer";
+  const PmaCounters raw = raw_pma_counters(seg);
+  const PmaCounters peer_raw = mirror_pma_counters(raw);
+  const LinkPmaCounters counters{since_reset(raw, pma_baseline(seg)), since_reset(peer_raw, peer_baseline)};
+  LinkPmaReset reset;
+  Disposition d;
+  {
+    Subnet s = l.subnet;
+    shm::SubnetLock lock(*l.state);
+    s.local = port_view(seg);
+    d = dlid != nullptr ? answer_subnet_pma(s, counters, in, len, *dlid, out, &reset)
+                        : answer_local_ca_pma(s, counters, in, len, out, &reset);
+  }
+  reset_pma_counters(seg, raw, reset.local);
+  reset_counters(peer_baseline, peer_raw, reset.peer);
+  return d;
+}
+
 }  // namespace
+
+Disposition answer_remote_gmp(const shm::Segment& seg, const uint8_t* in, size_t len, uint16_t dlid, uint8_t* out) {
+  if (in == nullptr || len < kMadBytes || MgmtClass::get(in) != static_cast<uint8_t>(MgmtClassId::kPerfMgmt))
+    return Disposition::kDrop;
+  const LoadedSubnet& l = loaded_subnet(seg);
+  if (l.state == nullptr) return Disposition::kDrop;  // no subnet: nothing beyond the port
+  return answer_pma_in_subnet(seg, l, in, len, &dlid, out);
+}
 
 void claim_boot_qos(const shm::Segment& seg) {
   shm::SegmentHeader& h = seg.header();
@@ -142,6 +177,9 @@ Disposition answer_mad(const shm::Segment& seg, const uint8_t* in, size_t len, u
       return d;
     }
     case MgmtClassId::kPerfMgmt: {
+      // With a topology the device's CA has the topology's ports, as for the SMA.
+      const LoadedSubnet& l = loaded_subnet(seg);
+      if (l.state != nullptr) return answer_pma_in_subnet(seg, l, in, len, nullptr, out);
       const PmaCounters raw = raw_pma_counters(seg);
       uint64_t reset = 0;
       const Disposition d = answer_pma(pma_counters(seg), in, len, out, &reset);

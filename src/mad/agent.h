@@ -25,6 +25,12 @@ namespace softverbs::mad {
 // (mad/vl15_buffer.h: counted in VL15Dropped).
 Disposition answer_mad(const shm::Segment& seg, const uint8_t* in, size_t len, uint16_t dlid, uint8_t* out);
 
+// A GMP for a LID that is not the port's: with SOFTVERBS_TOPOLOGY, a PMA
+// GMP (class 0x04) is answered by the node of the subnet that holds the LID
+// (mad/subnet_pma.h); anything else, or without a topology, is dropped.
+// REQUIRES: `out` holds kMadBytes.
+Disposition answer_remote_gmp(const shm::Segment& seg, const uint8_t* in, size_t len, uint16_t dlid, uint8_t* out);
+
 // The first process to attach to the device gives its port the QoS tables
 // of SOFTVERBS_TOPOLOGY's file, if it has any (mad/topology_qos.h); every
 // later call does nothing, so an SM's tables are never undone. Called where

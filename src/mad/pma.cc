@@ -84,7 +84,6 @@ MadStatus answer_per_lane(const PmaCounters& now, bool set, unsigned first, cons
   using namespace per_lane;
   using Counter = BeField<0, Width>;
   const uint8_t port = PortSelect::get(in_data);
-  if (port != 1 && port != kAllPorts) return MadStatus::kInvalidField;
   const uint16_t select = CounterSelect::get(in_data);
   PortSelect::set(d, port);
   CounterSelect::set(d, select);
@@ -121,6 +120,33 @@ void fill_port_counters_ext(const PmaCounters& c, uint8_t* d) {
   PortMulticastRcvPkts::set(d, c.v[kMcastRcvPkts]);
 }
 
+// The attributes answered here that start with PortSelect (IBA 16.1.3.5,
+// 16.1.4): one port of the node, or all of them.
+bool has_port_select(uint16_t attr) {
+  switch (static_cast<PmaAttr>(attr)) {
+    case PmaAttr::kClassPortInfo: return false;
+    case PmaAttr::kPortCounters:
+    case PmaAttr::kPortCountersExtended:
+    case PmaAttr::kPortXmitDataSl:
+    case PmaAttr::kPortRcvDataSl:
+    case PmaAttr::kPortVlXmitWaitCounters: return true;
+  }
+  return false;  // answered 0x0C whatever it selects
+}
+
+bool port_selectable(uint8_t port, unsigned num_ports) {
+  return port == kAllPorts || (port >= 1 && port <= num_ports);
+}
+
+// The counters PortSelect names: one port's, or the sum of all.
+PmaCounters selected(const PmaCounters* ports, unsigned num_ports, uint8_t port) {
+  if (port != kAllPorts) return ports[port - 1];
+  PmaCounters sum;
+  for (unsigned p = 0; p < num_ports; ++p)
+    for (unsigned i = 0; i < kPmaCounterCount; ++i) sum.v[i] += ports[p].v[i];
+  return sum;
+}
+
 MadStatus answer(const PmaCounters& now, uint8_t method, uint16_t attr, const uint8_t* in_data, uint8_t* d,
                  uint64_t* reset) {
   const bool set = method == static_cast<uint8_t>(MethodId::kSet);
@@ -141,7 +167,6 @@ MadStatus answer(const PmaCounters& now, uint8_t method, uint16_t attr, const ui
       const bool ext = static_cast<PmaAttr>(attr) == PmaAttr::kPortCountersExtended;
       // Both layouts put PortSelect and CounterSelect in the same place.
       const uint8_t port = port_counters::PortSelect::get(in_data);
-      if (port != 1 && port != kAllPorts) return MadStatus::kInvalidField;
       PmaCounters shown = now;
       if (set) {
         const uint16_t select = port_counters::CounterSelect::get(in_data);
@@ -168,24 +193,40 @@ MadStatus answer(const PmaCounters& now, uint8_t method, uint16_t attr, const ui
 }  // namespace
 
 Disposition answer_pma(const PmaCounters& now, const uint8_t* in, size_t len, uint8_t* out, uint64_t* reset) {
-  *reset = 0;
+  return answer_pma_ports(&now, 1, in, len, out, reset);
+}
+
+Disposition answer_pma_ports(const PmaCounters* ports, unsigned num_ports, const uint8_t* in, size_t len,
+                             uint8_t* out, uint64_t* reset) {
+  for (unsigned p = 0; p < num_ports; ++p) reset[p] = 0;
   if (in == nullptr || len < kMadBytes) return Disposition::kDrop;
   if (MgmtClass::get(in) != static_cast<uint8_t>(MgmtClassId::kPerfMgmt)) return Disposition::kDrop;
   if (ResponseBit::get(in) != 0) return Disposition::kDrop;
   std::memcpy(out, in, kMadBytes);
   const uint8_t method = Method::get(in);
+  const uint16_t attr = AttributeId::get(in);
+  const uint8_t port = port_counters::PortSelect::get(in + kGsiDataOffset);
   MadStatus status;
+  uint64_t mask = 0;
   if (BaseVersion::get(in) != kMadBaseVersion || ClassVersion::get(in) != kPmaClassVersion) {
     status = MadStatus::kBadVersion;
+  } else if (has_port_select(attr) && !port_selectable(port, num_ports) &&
+             (method == static_cast<uint8_t>(MethodId::kGet) || method == static_cast<uint8_t>(MethodId::kSet))) {
+    // A port the node does not have (IBA 13.4.7: an invalid attribute field).
+    std::memset(out + kGsiDataOffset, 0, kGsiDataBytes);
+    status = MadStatus::kInvalidField;
   } else {
     std::memset(out + kGsiDataOffset, 0, kGsiDataBytes);
-    status = answer(now, method, AttributeId::get(in), in + kGsiDataOffset, out + kGsiDataOffset, reset);
-    if (status != MadStatus::kOk) {
-      *reset = 0;
-      // A failed Set echoes what it was given; a failed Get carries nothing.
-      if (method == static_cast<uint8_t>(MethodId::kSet))
-        std::memcpy(out + kGsiDataOffset, in + kGsiDataOffset, kGsiDataBytes);
-    }
+    const PmaCounters now = port_selectable(port, num_ports) ? selected(ports, num_ports, port) : PmaCounters{};
+    status = answer(now, method, attr, in + kGsiDataOffset, out + kGsiDataOffset, &mask);
+  }
+  if (status == MadStatus::kOk) {
+    // A Set of all ports clears each of them.
+    for (unsigned p = 0; p < num_ports; ++p)
+      if (port == kAllPorts || port == p + 1) reset[p] = mask;
+  } else if (method == static_cast<uint8_t>(MethodId::kSet)) {
+    // A failed Set echoes what it was given; a failed Get carries nothing.
+    std::memcpy(out + kGsiDataOffset, in + kGsiDataOffset, kGsiDataBytes);
   }
   Method::set(out, static_cast<uint8_t>(MethodId::kGet));
   ResponseBit::set(out, 1);

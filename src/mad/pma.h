@@ -50,6 +50,16 @@ enum class PmaAttr : uint16_t {
 
 // REQUIRES: `out` holds kMadBytes. On a Set, `*reset` gets one bit per
 // PmaCounter to clear (the answer already shows them cleared); else 0.
+// A one-port node: PortSelect 1 or 0xFF (all ports).
 Disposition answer_pma(const PmaCounters& now, const uint8_t* in, size_t len, uint8_t* out, uint64_t* reset);
+
+// The same for a node of `num_ports` ports (a switch, a CA of several):
+// `ports[p - 1]` holds port p's counters, and PortSelect names one of them
+// or 0xFF, all of them summed (IBA 16.1.3.5, ClassPortInfo AllPortSelect).
+// A port the node lacks is answered with status 0x1C (invalid field).
+// REQUIRES: `ports` and `reset` hold `num_ports` entries; on a Set
+// `reset[p - 1]` gets port p's counters to clear.
+Disposition answer_pma_ports(const PmaCounters* ports, unsigned num_ports, const uint8_t* in, size_t len,
+                             uint8_t* out, uint64_t* reset);
 
 }  // namespace softverbs::mad

@@ -46,8 +46,6 @@ void add(Totals& t, const shm::PortCounters& c) {
   }
 }
 
-std::string baseline_path(const shm::Segment& seg) { return seg.path() + ".pma"; }
-
 PmaCounters read_baseline(int fd) {
   PmaCounters b;
   if (pread(fd, b.v, sizeof b.v, 0) != static_cast<ssize_t>(sizeof b.v)) b = PmaCounters{};
@@ -101,9 +99,9 @@ PmaCounters raw_pma_counters(const shm::Segment& seg) {
   return c;
 }
 
-PmaCounters pma_counters(const shm::Segment& seg) {
-  PmaCounters c = raw_pma_counters(seg);
-  const int fd = open(baseline_path(seg).c_str(), O_RDONLY | O_CLOEXEC);
+PmaCounters since_reset(const PmaCounters& raw, const std::string& baseline) {
+  PmaCounters c = raw;
+  const int fd = open(baseline.c_str(), O_RDONLY | O_CLOEXEC);
   if (fd < 0) return c;
   flock(fd, LOCK_SH);
   const PmaCounters base = read_baseline(fd);
@@ -112,9 +110,9 @@ PmaCounters pma_counters(const shm::Segment& seg) {
   return c;
 }
 
-void reset_pma_counters(const shm::Segment& seg, const PmaCounters& raw, uint64_t mask) {
+void reset_counters(const std::string& baseline, const PmaCounters& raw, uint64_t mask) {
   if (mask == 0) return;
-  const int fd = open(baseline_path(seg).c_str(), O_RDWR | O_CREAT | O_CLOEXEC, 0600);
+  const int fd = open(baseline.c_str(), O_RDWR | O_CREAT | O_CLOEXEC, 0600);
   if (fd < 0) return;
   flock(fd, LOCK_EX);
   PmaCounters base = read_baseline(fd);
@@ -122,6 +120,29 @@ void reset_pma_counters(const shm::Segment& seg, const PmaCounters& raw, uint64_
     if ((mask & (1ull << i)) != 0) base.v[i] = raw.v[i];
   (void)!pwrite(fd, base.v, sizeof base.v, 0);
   close(fd);
+}
+
+std::string pma_baseline(const shm::Segment& seg) { return seg.path() + ".pma"; }
+
+PmaCounters pma_counters(const shm::Segment& seg) { return since_reset(raw_pma_counters(seg), pma_baseline(seg)); }
+
+void reset_pma_counters(const shm::Segment& seg, const PmaCounters& raw, uint64_t mask) {
+  reset_counters(pma_baseline(seg), raw, mask);
+}
+
+PmaCounters mirror_pma_counters(const PmaCounters& local) {
+  PmaCounters m;
+  m.v[kXmitData] = local.v[kRcvData];
+  m.v[kRcvData] = local.v[kXmitData];
+  m.v[kXmitPkts] = local.v[kRcvPkts];
+  m.v[kRcvPkts] = local.v[kXmitPkts];
+  m.v[kMcastXmitPkts] = local.v[kMcastRcvPkts];
+  m.v[kMcastRcvPkts] = local.v[kMcastXmitPkts];
+  for (unsigned sl = 0; sl < 16; ++sl) {
+    m.v[kXmitDataSl0 + sl] = local.v[kRcvDataSl0 + sl];
+    m.v[kRcvDataSl0 + sl] = local.v[kXmitDataSl0 + sl];
+  }
+  return m;
 }
 
 }  // namespace softverbs::mad

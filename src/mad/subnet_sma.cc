@@ -47,43 +47,15 @@ bool lid_matches(uint16_t base, uint8_t lmc, uint16_t dlid) {
   return base != 0 && dlid >= base && dlid < base + (1u << lmc);
 }
 
-// IBA 14.2.2 (C14-9, C14-12): the outbound walk of a directed-route SMP
-// sent by the device's port, hop by hop along the initial path, recording
-// at each node the port it came in on in the return path. Only a wholly
-// directed path (DrSLID and DrDLID permissive) is modelled.
-bool walk_directed(const Topology& t, int origin, uint8_t* m, Hop* at) {
-  const unsigned hops = DrHopCount::get(m);
-  if (DrHopPointer::get(m) != 0 || DrSlid::get(m) != kPermissiveLid || DrDlid::get(m) != kPermissiveLid) return false;
-  uint8_t* initial = m + kDrInitialPathOffset;
-  uint8_t* ret = m + kDrReturnPathOffset;
-  // The originating CA sends through its port, which InitialPath[1] names.
-  if (initial[1] != 1) return false;
-  int node = origin;
-  uint8_t arrival = 0;
-  for (unsigned i = 1; i <= hops; ++i) {
-    const TopoNode& n = t.nodes[static_cast<size_t>(node)];
-    const uint8_t out = initial[i];
-    // Only a switch forwards, never back out of the port it came in on.
-    if (i > 1 && (!n.is_switch() || out == arrival)) return false;
-    if (out == 0 || out > n.num_ports) return false;
-    const TopoLink& l = n.ports[out];
-    if (l.node < 0) return false;  // off the fabric: nothing carries it
-    ret[i] = l.port;
-    node = l.node;
-    arrival = l.port;
-  }
-  *at = {node, arrival};
-  return true;
-}
-
-// A LID-routed SMP from the device's port: across its link, then from
+// A LID-routed packet leaving `node` through `out`: across links, then from
 // switch to switch by their LFTs, until a port whose LID range holds `dlid`.
-bool walk_lid(const Subnet& s, int origin, uint16_t dlid, Hop* at) {
+bool walk_lid_from(const Subnet& s, int node, uint8_t out, uint16_t dlid, Hop* at) {
   const Topology& t = *s.topology;
-  int node = origin;
-  uint8_t out = 1;
+  const int origin = t.local_ca();
   for (unsigned hop = 0; hop <= kDrMaxHops; ++hop) {
-    const TopoLink& l = t.nodes[static_cast<size_t>(node)].ports[out];
+    const TopoNode& from = t.nodes[static_cast<size_t>(node)];
+    if (out == 0 || out > from.num_ports) return false;
+    const TopoLink& l = from.ports[out];
     if (l.node < 0) return false;
     node = l.node;
     const TopoNode& n = t.nodes[static_cast<size_t>(node)];
@@ -94,13 +66,77 @@ bool walk_lid(const Subnet& s, int origin, uint16_t dlid, Hop* at) {
       if (!lid_matches(st.ports[l.port].lid, st.ports[l.port].lmc, dlid)) return false;
     } else if (!lid_matches(st.ports[0].lid, 0, dlid)) {
       out = dlid < shm::kLftCap ? st.sw.lft[dlid] : shm::kLftUnset;
-      if (out == 0 || out > n.num_ports) return false;
       continue;
     }
     *at = {node, l.port};
     return true;
   }
   return false;  // a loop in the forwarding tables
+}
+
+// A LID-routed SMP from the device's port.
+bool walk_lid(const Subnet& s, int origin, uint16_t dlid, Hop* at) { return walk_lid_from(s, origin, 1, dlid, at); }
+
+// IBA 14.2.2 (C14-9, C14-12): the outbound walk of a directed-route SMP
+// sent by the device's port, hop by hop along the initial path, recording
+// at each node the port it came in on in the return path. With DrSLID not
+// permissive the directed part is preceded by a LID-routed one: the SMP
+// goes by LID (`dlid`, its LRH's) to the node where the directed part
+// starts, which sends the response back by LID to DrSLID (this port, or
+// the device never hears it). With DrDLID not permissive it is followed by
+// one: the switch that ends the directed part routes it on to DrDLID.
+bool walk_directed(const Subnet& s, int origin, uint16_t dlid, uint8_t* m, Hop* at) {
+  const Topology& t = *s.topology;
+  const unsigned hops = DrHopCount::get(m);
+  if (DrHopPointer::get(m) != 0) return false;
+  const uint16_t dr_slid = static_cast<uint16_t>(DrSlid::get(m));
+  const uint16_t dr_dlid = static_cast<uint16_t>(DrDlid::get(m));
+  uint8_t* initial = m + kDrInitialPathOffset;
+  uint8_t* ret = m + kDrReturnPathOffset;
+  int node = origin;
+  uint8_t arrival = 0;
+  const bool lid_first = dr_slid != kPermissiveLid;
+  if (lid_first) {
+    if (!lid_matches(s.local.lid, s.local.lmc, dr_slid)) return false;
+    Hop start;
+    if (!walk_lid(s, origin, dlid, &start)) return false;
+    node = start.node;
+    arrival = start.port;
+  }
+  const bool from_origin = node == origin && (!lid_first || arrival == 1);
+  for (unsigned i = 1; i <= hops; ++i) {
+    const TopoNode& n = t.nodes[static_cast<size_t>(node)];
+    const uint8_t out = initial[i];
+    if (i == 1 && from_origin) {
+      // The originating CA sends through its port, which InitialPath[1] names.
+      if (out != 1) return false;
+    } else if (!n.is_switch() || (out == arrival && !(i == 1 && lid_first))) {
+      // Only a switch forwards, never back out of the port a directed SMP
+      // came in on; the first hop after a LID-routed part may (to reach
+      // the neighbour behind the port it arrived through).
+      return false;
+    }
+    if (out == 0 || out > n.num_ports) return false;
+    const TopoLink& l = n.ports[out];
+    if (l.node < 0) return false;  // off the fabric: nothing carries it
+    ret[i] = l.port;
+    node = l.node;
+    arrival = l.port;
+  }
+  if (dr_dlid != kPermissiveLid) {
+    const TopoNode& n = t.nodes[static_cast<size_t>(node)];
+    const shm::SubnetNode& st = s.state->node(static_cast<unsigned>(node));
+    if (!n.is_switch()) return false;  // a CA routes nothing on
+    if (!lid_matches(st.ports[0].lid, 0, dr_dlid)) {
+      const uint8_t out = dr_dlid < shm::kLftCap ? st.sw.lft[dr_dlid] : shm::kLftUnset;
+      Hop end;
+      if (!walk_lid_from(s, node, out, dr_dlid, &end)) return false;
+      node = end.node;
+      arrival = end.port;
+    }
+  }
+  *at = {node, arrival};
+  return true;
 }
 
 // IBA 14.2.5.6 PortInfo Set on a node of the subnet: the SM owns LIDs, the
@@ -357,10 +393,22 @@ PortView subnet_port_view(const Subnet& s, unsigned node, unsigned port, unsigne
   return v;
 }
 
+bool route_lid(const Subnet& s, uint16_t dlid, unsigned* node, uint8_t* arrival_port) {
+  const int origin = s.topology->local_ca();
+  Hop at;
+  if (origin < 0 || !walk_lid(s, origin, dlid, &at)) return false;
+  *node = static_cast<unsigned>(at.node);
+  *arrival_port = at.port;
+  return true;
+}
+
 bool leaves_port(const PortView& local, const uint8_t* in, size_t len, uint16_t dlid) {
   if (in == nullptr || len < kMadBytes) return false;
   const uint8_t klass = MgmtClass::get(in);
-  if (klass == static_cast<uint8_t>(MgmtClassId::kSubnDirectedRoute)) return DrHopCount::get(in) != 0;
+  if (klass == static_cast<uint8_t>(MgmtClassId::kSubnDirectedRoute))
+    // A LID-routed part (IBA 14.2.2) leaves the port unless it is for the port's own LID.
+    return DrHopCount::get(in) != 0 || DrDlid::get(in) != kPermissiveLid ||
+           (DrSlid::get(in) != kPermissiveLid && dlid != kPermissiveLid && !lid_matches(local.lid, local.lmc, dlid));
   if (klass != static_cast<uint8_t>(MgmtClassId::kSubnLidRouted)) return false;
   return dlid != kPermissiveLid && !lid_matches(local.lid, local.lmc, dlid);
 }
@@ -386,7 +434,7 @@ Disposition answer_subnet_smp(const Subnet& s, const uint8_t* in, size_t len, ui
   if (!leaves_port(s.local, m, kMadBytes, dlid)) {
     at = {origin, 1};  // for the device's own CA, as the topology has it
   } else if (directed) {
-    if (!walk_directed(*s.topology, origin, m, &at)) return Disposition::kDrop;
+    if (!walk_directed(s, origin, dlid, m, &at)) return Disposition::kDrop;
   } else if (!walk_lid(s, origin, dlid, &at)) {
     return Disposition::kDrop;
   }

@@ -45,6 +45,13 @@ bool leaves_port(const PortView& local, const uint8_t* in, size_t len, uint16_t 
 Disposition answer_subnet_smp(const Subnet& subnet, const uint8_t* in, size_t len, uint16_t dlid, uint8_t* out,
                               SmpEffect* local_effect);
 
+// Where a LID-routed packet from the device's port to `dlid` arrives:
+// across its link, then from switch to switch by their LFTs, to the port
+// whose LID range holds `dlid` (a switch's: its port 0's LID). False when
+// nothing carries it there (an unlinked port, an unprogrammed LFT entry, a
+// loop). REQUIRES: the caller holds a SubnetLock on subnet.state.
+bool route_lid(const Subnet& subnet, uint16_t dlid, unsigned* node, uint8_t* arrival_port);
+
 // The PortView of `port` of node `node` as the subnet state has it (for
 // the SMA and for libibumad's view of the topology).
 PortView subnet_port_view(const Subnet& subnet, unsigned node, unsigned port, unsigned arrival_port);

@@ -216,8 +216,8 @@ TEST_F(SubnetSmaTest, PathsOffTheFabricAreDropped) {
   DrHopCount::set(m.data(), 64);
   EXPECT_EQ(ask(m).d, Disposition::kDrop);
   m = dr(0x01, 0x0011, 0, {1});
-  DrSlid::set(m.data(), 5);  // a LID-routed first part is not modelled
-  EXPECT_EQ(ask(m).d, Disposition::kDrop);
+  DrSlid::set(m.data(), 5);  // a LID-routed first part whose answer would go to another port
+  EXPECT_EQ(ask(m, 2).d, Disposition::kDrop);
 }
 
 TEST_F(SubnetSmaTest, MalformedAndUnsupportedRequests) {
@@ -372,6 +372,77 @@ TEST_F(SubnetSmaTest, LidRoutedSmpsFollowTheForwardingTables) {
   EXPECT_FALSE(leaves_port(subnet_.local, lid_routed(0x01, 0x0011, 0).data(), kMadBytes, 1));
   EXPECT_FALSE(leaves_port(subnet_.local, dr(0x01, 0x0011, 0, {}).data(), kMadBytes, 0));
   EXPECT_TRUE(leaves_port(subnet_.local, dr(0x01, 0x0011, 0, {1}).data(), kMadBytes, 0));
+}
+
+// IBA 14.2.2: a directed route with a LID-routed part before it (DrSLID
+// not permissive: smpquery -c LID,PATH) or after it (DrDLID not permissive).
+TEST_F(SubnetSmaTest, DirectedRoutesWithALidRoutedPart) {
+  // An SM gives ca-3 LID 4 and sw-a LID 2, and routes LID 4 over 7 then 1.
+  ASSERT_EQ(status(set_port({1, 7, 1}, 0, 4, 0).out), 0);
+  ASSERT_EQ(status(set_port({1}, 0, 2, 0).out), 0);
+  Mad lft = dr(0x02, 0x0019, 0, {1});
+  std::memset(lft.data() + 64, 0xff, 64);
+  lft[64 + 4] = 7;
+  ASSERT_EQ(status(ask(lft).out), 0);
+  lft = dr(0x02, 0x0019, 0, {1, 7});
+  std::memset(lft.data() + 64, 0xff, 64);
+  lft[64 + 4] = 1;
+  ASSERT_EQ(status(ask(lft).out), 0);
+  const auto combined = [](std::initializer_list<uint8_t> path) {
+    Mad m = dr(0x01, 0x0011, 0, path);
+    DrSlid::set(m.data(), 1);  // the device's LID: the answer comes back to it
+    return m;
+  };
+  // LID 2 (sw-a), then out of its port 7: sw-b. Golden: the response
+  // keeps both LIDs and the initial path, and records the return path.
+  Mad in = combined({7});
+  Answer a = ask(in, 2);
+  ASSERT_EQ(a.d, Disposition::kRespond);
+  EXPECT_EQ(status(a.out), 0);
+  EXPECT_EQ(a.out[1], 0x81);
+  EXPECT_EQ(a.out[4] & 0x80, 0x80);  // D bit: returning
+  EXPECT_EQ(DrHopCount::get(a.out.data()), 1u);
+  EXPECT_EQ(DrSlid::get(a.out.data()), 1u);
+  EXPECT_EQ(DrDlid::get(a.out.data()), kPermissiveLid);
+  EXPECT_EQ(a.out[kDrInitialPathOffset + 1], 7);
+  EXPECT_EQ(a.out[kDrReturnPathOffset + 1], 7);
+  EXPECT_EQ(be(a.out, 12, 8), 0x0011000000000200ull);  // sw-b's NodeGUID
+  EXPECT_EQ(be(a.out, 36, 1), 7);                       // LocalPortNum: it came in on 7
+  // No directed hop: the node at the LID answers. Back out of the port the
+  // LID-routed part came in on: the device's own CA.
+  a = ask(combined({}), 2);
+  ASSERT_EQ(a.d, Disposition::kRespond);
+  EXPECT_EQ(be(a.out, 12, 8), 0x0011000000000100ull);
+  a = ask(combined({1}), 2);
+  ASSERT_EQ(a.d, Disposition::kRespond);
+  EXPECT_EQ(be(a.out, 12, 8), subnet_.local.node_guid);
+  // Off the fabric: no route to the first LID, a hop to nowhere, a CA
+  // asked to forward, an answer for another port.
+  EXPECT_EQ(ask(combined({7}), 9).d, Disposition::kDrop);
+  EXPECT_EQ(ask(combined({3}), 2).d, Disposition::kDrop);
+  EXPECT_EQ(ask(combined({1, 1}), 2).d, Disposition::kDrop);
+  in = combined({7});
+  DrSlid::set(in.data(), 3);
+  EXPECT_EQ(ask(in, 2).d, Disposition::kDrop);
+  // DrDLID: directed to sw-a, then by its LFT to LID 4 (ca-3).
+  in = dr(0x01, 0x0011, 0, {1});
+  DrDlid::set(in.data(), 4);
+  a = ask(in);
+  ASSERT_EQ(a.d, Disposition::kRespond);
+  EXPECT_EQ(be(a.out, 12, 8), 0x0011000000000400ull);
+  DrDlid::set(in.data(), 2);  // the switch that ends the directed part
+  EXPECT_EQ(be(ask(in).out, 12, 8), 0x0011000000000100ull);
+  DrDlid::set(in.data(), 6);  // no route
+  EXPECT_EQ(ask(in).d, Disposition::kDrop);
+  in = dr(0x01, 0x0011, 0, {1, 2});
+  DrDlid::set(in.data(), 4);  // ca-2 routes nothing on
+  EXPECT_EQ(ask(in).d, Disposition::kDrop);
+  // Such SMPs leave the port unless all of them is for the port itself.
+  EXPECT_TRUE(leaves_port(subnet_.local, combined({}).data(), kMadBytes, 2));
+  EXPECT_FALSE(leaves_port(subnet_.local, combined({}).data(), kMadBytes, 1));
+  Mad d = dr(0x01, 0x0011, 0, {});
+  DrDlid::set(d.data(), 4);
+  EXPECT_TRUE(leaves_port(subnet_.local, d.data(), kMadBytes, 0));
 }
 
 TEST_F(SubnetSmaTest, MulticastTableAndQosTablesOfARemotePort) {

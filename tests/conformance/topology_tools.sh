@@ -8,17 +8,33 @@
 # (paths that leave the fabric time out), bad-file (a broken topology is
 # refused with its line), ibsim-nets (ibsim's example nets load and are
 # discovered), opensm (opensm -o brings the subnet up: LIDs, forwarding
-# tables, ACTIVE ports, and the LID-routed tools on top). Every tool, opensm
+# tables, ACTIVE ports, and the LID-routed tools on top, directed routes
+# with a LID-routed first part included). Every tool, opensm
 # included, runs in the foreground under `timeout`; nothing is left running.
 # sm-none: SOFTVERBS_SM=none without a topology. qos: the CAs' QoS tables
 # from the topology file's "# softverbs: qos_ca_*" lines, with no SM.
+# perfquery: after opensm, every node's PMA answers (src/mad/subnet_pma.cc);
+# ib_write_bw's traffic shows on the device's port and, mirrored, on the
+# facing switch port, and nowhere else; -R/-r reset. ibqueryerrors: without
+# faults it reports nothing; with drops and corruption injected during a
+# data run it names the device's link and only that. ib_write_bw's server
+# is killed by PID.
 set -euo pipefail
 lib=$1
 scenario=$2
 export LD_LIBRARY_PATH=$lib
 export SOFTVERBS_DEVICE_PATH=/dev/shm/softverbs-conf-topo-$scenario-$$
 work=$(mktemp -d)
-cleanup() { rm -rf "$SOFTVERBS_DEVICE_PATH" "$SOFTVERBS_DEVICE_PATH".* "$work"; }
+server=
+cleanup() {
+  if [ -n "$server" ]; then
+    kill -TERM "$server" 2>/dev/null || true
+    for _ in $(seq 20); do kill -0 "$server" 2>/dev/null || break; sleep 0.1; done
+    kill -KILL "$server" 2>/dev/null || true
+    wait "$server" 2>/dev/null || true
+  fi
+  rm -rf "$SOFTVERBS_DEVICE_PATH" "$SOFTVERBS_DEVICE_PATH".* "$work"
+}
 trap cleanup EXIT
 fail() { echo "FAIL: $scenario: $*" >&2; exit 1; }
 command -v smpquery >/dev/null || { echo "SKIP: infiniband-diags is not installed"; exit 77; }
@@ -47,6 +63,43 @@ Hca 2 "host-2"
 Hca 2 "host-3"
 EOF
 export SOFTVERBS_TOPOLOGY=$work/fabric.net
+
+# sm_sweep: opensm -o, once (one sweep, then it exits); its cache and log stay in $work.
+sm_sweep() {
+  command -v opensm >/dev/null || { echo "SKIP: opensm is not installed"; exit 77; }
+  local rc=0
+  OSM_CACHE_DIR=$work timeout 60 opensm -o -f "$work/opensm.log" >"$work/opensm.out" 2>&1 || rc=$?
+  [ $rc -eq 0 ] || { tail -50 "$work/opensm.log" >&2; fail "opensm -o exited $rc"; }
+  grep -q "SUBNET UP" "$work/opensm.log" || { tail -50 "$work/opensm.log" >&2; fail "opensm: no SUBNET UP"; }
+}
+# lid_of NAME: the LID ibnetdiscover ($work/net) gives the node NAME (a
+# switch's port 0, a CA's first port).
+lid_of() {
+  awk -v n="\"$1\"" '$0 ~ "# " n " base port 0 lid" { print $(NF-2); exit }
+    $1 ~ /^\[/ && index($0, "# " n " lid ") { sub(/.*# .* lid /, ""); print $1; exit }' "$work/net"
+}
+# write_bw ITERS: Debian's ib_write_bw, server and client on softverbs0.
+write_bw() {
+  command -v ib_write_bw >/dev/null || { echo "SKIP: perftest is not installed"; exit 77; }
+  . "$(dirname "$0")/ports.sh"
+  local port rc
+  port=$(free_tcp_port 17000)
+  timeout 60 ib_write_bw -d softverbs0 -p "$port" -s 4096 -n "$1" >"$work/server.out" 2>&1 &
+  server=$!
+  # The client does not retry its TCP connect: retry until the server listens.
+  for _ in $(seq 100); do
+    rc=0
+    timeout 60 ib_write_bw -d softverbs0 -p "$port" -s 4096 -n "$1" localhost >"$work/client.out" 2>&1 || rc=$?
+    if [ $rc -ne 0 ] && grep -q "Couldn't connect" "$work/client.out" && kill -0 "$server" 2>/dev/null; then
+      sleep 0.1
+    else
+      break
+    fi
+  done
+  [ $rc -eq 0 ] || { cat "$work/client.out" >&2; fail "ib_write_bw exited $rc"; }
+  wait "$server" || fail "ib_write_bw server failed"
+  server=
+}
 
 case $scenario in
   discover)
@@ -162,6 +215,17 @@ case $scenario in
     leaf_b=$(awk '/"leaf-b" base port 0 lid/ { print $(NF-2); exit }' "$work/net")
     run rt ibroute "$leaf_b"
     grep -q '^6 valid lids dumped' "$work/rt" || { cat "$work/rt" >&2; fail "ibroute: not 6 LIDs routed"; }
+    # A directed route with a LID-routed first part (smpquery -c LID,PATH:
+    # DrSLID is the sender's LID, IBA 14.2.2): to leaf-b by LID, then out of
+    # its port 1 to host-2; out of an unlinked port it is lost.
+    run comb0 smpquery -c nodeinfo "$leaf_b,0"
+    expect "$work/comb0" NodeType Switch
+    expect "$work/comb0" Guid 0x0011750000000200
+    run comb smpquery -c nodedesc "$leaf_b,0,1"
+    grep -q 'host-2' "$work/comb" || { cat "$work/comb" >&2; fail "$leaf_b,0,1 is not host-2"; }
+    rc=0
+    timeout 30 smpquery -t 200 -c nodeinfo "$leaf_b,0,3" >"$work/comb3" 2>&1 || rc=$?
+    [ $rc -ne 0 ] && [ $rc -ne 124 ] || { cat "$work/comb3" >&2; fail "smpquery -c $leaf_b,0,3 exited $rc"; }
     run links iblinkinfo
     [ "$(grep -c 'Active/  LinkUp' "$work/links")" = 12 ] || { cat "$work/links" >&2; fail "iblinkinfo: not 12 active link ends"; }
     # opensm -o has exited: no SM answers SMInfo now, as on hardware.
@@ -248,6 +312,83 @@ case $scenario in
     rc=0
     SOFTVERBS_SM=bogus SOFTVERBS_DEVICE_PATH=$SOFTVERBS_DEVICE_PATH.bogus timeout 30 ibv_devinfo >"$work/bogus" 2>&1 || rc=$?
     [ $rc -ne 0 ] && grep -q "SOFTVERBS_SM: 'none'" "$work/bogus" || { cat "$work/bogus" >&2; fail "SOFTVERBS_SM=bogus was taken"; }
+    ;;
+  perfquery)
+    # Before an SM no LID routes anywhere: another node's PMA is unreachable.
+    rc=0
+    timeout 30 perfquery -t 200 2 1 >"$work/pre" 2>&1 || rc=$?
+    [ $rc -ne 0 ] && [ $rc -ne 124 ] || { cat "$work/pre" >&2; fail "perfquery of LID 2 before an SM exited $rc"; }
+    sm_sweep
+    run net ibnetdiscover
+    leaf_a=$(lid_of leaf-a); leaf_b=$(lid_of leaf-b); host2=$(lid_of host-2)
+    [ -n "$leaf_a" ] && [ -n "$leaf_b" ] && [ -n "$host2" ] || { cat "$work/net" >&2; fail "no LIDs for leaf-a/leaf-b/host-2"; }
+    # Every node's PMA answers: ClassPortInfo (perfquery prints its CapMask),
+    # PortCounters of a switch port and of another CA's port; no traffic yet.
+    run sw perfquery "$leaf_a" 1
+    grep -q "Lid $leaf_a port 1 (CapMask: 0x300)" "$work/sw" || { cat "$work/sw" >&2; fail "leaf-a's PMA: no CapMask 0x300"; }
+    expect "$work/sw" PortRcvPkts 0
+    run ca perfquery "$host2" 2
+    expect "$work/ca" PortSelect 2
+    expect "$work/ca" PortXmitPkts 0
+    # A port the node lacks: status 0x1C, so the tool fails at once, not after its timeout.
+    start=$(date +%s%N)
+    rc=0
+    timeout 30 perfquery -t 3000 "$leaf_a" 9 >"$work/bad" 2>&1 || rc=$?
+    [ $rc -ne 0 ] && [ $rc -ne 124 ] || { cat "$work/bad" >&2; fail "perfquery of leaf-a port 9 exited $rc"; }
+    [ $(( ($(date +%s%N) - start) / 1000000 )) -lt 2500 ] || fail "perfquery of leaf-a port 9 waited for its timeout"
+    # Data: ib_write_bw on the device. Its port counts it, the facing switch
+    # port (leaf-a port 1) counts the same traffic the other way round, the
+    # other ports nothing.
+    iters=300
+    write_bw $iters
+    run dev perfquery -x
+    run facing perfquery -x "$leaf_a" 1
+    [ "$(field "$work/dev" PortXmitPkts)" -ge $iters ] || { cat "$work/dev" >&2; fail "the device's port did not count the run"; }
+    [ "$(field "$work/dev" PortXmitData)" -ge $(( iters * 1024 )) ] || { cat "$work/dev" >&2; fail "PortXmitData too small"; }
+    for pair in PortXmitPkts:PortRcvPkts PortRcvPkts:PortXmitPkts PortXmitData:PortRcvData PortRcvData:PortXmitData; do
+      [ "$(field "$work/dev" "${pair%:*}")" = "$(field "$work/facing" "${pair#*:}")" ] ||
+        { cat "$work/dev" "$work/facing" >&2; fail "leaf-a port 1's ${pair#*:} is not the device's ${pair%:*}"; }
+    done
+    for where in "$leaf_a 2" "$leaf_a 7" "$leaf_b 7" "$host2 1"; do
+      run quiet perfquery -x $where
+      [ "$(field "$work/quiet" PortXmitData)" = 0 ] && [ "$(field "$work/quiet" PortRcvData)" = 0 ] ||
+        { cat "$work/quiet" >&2; fail "port '$where' counted traffic that never crossed it"; }
+    done
+    # All ports of the switch (PortSelect 0xFF): the facing port's share.
+    run all perfquery -x -a "$leaf_a"
+    [ "$(field "$work/all" PortRcvData)" = "$(field "$work/facing" PortRcvData)" ] || { cat "$work/all" >&2; fail "-a is not the ports' sum"; }
+    # perfquery -R resets the switch port only; -r reads, then resets the device's.
+    run reset perfquery -x -R "$leaf_a" 1
+    run facing0 perfquery -x "$leaf_a" 1
+    expect "$work/facing0" PortRcvPkts 0
+    expect "$work/facing0" PortXmitData 0
+    run dev1 perfquery -x -r
+    [ "$(field "$work/dev1" PortXmitPkts)" = "$(field "$work/dev" PortXmitPkts)" ] || { cat "$work/dev1" >&2; fail "the switch's reset moved the device's counters"; }
+    run dev0 perfquery -x
+    expect "$work/dev0" PortXmitPkts 0
+    ;;
+  ibqueryerrors)
+    # ibqueryerrors replaces the obsolete ibcheckerrors. --skip-sl: there is
+    # no SA to ask for each destination's SL (README "Not yet").
+    command -v ibqueryerrors >/dev/null || { echo "SKIP: ibqueryerrors is not installed"; exit 77; }
+    sm_sweep
+    write_bw 200
+    run clean ibqueryerrors --skip-sl
+    grep -q 'Errors for' "$work/clean" && { cat "$work/clean" >&2; fail "errors reported without faults"; }
+    grep -q '6 nodes checked, 0 bad nodes found' "$work/clean" || { cat "$work/clean" >&2; fail "not 6 clean nodes"; }
+    # Drops and corruption during a data run (the requester's retries carry it through).
+    SOFTVERBS_FAULTS=loss=0.05,corrupt=0.05,seed=11 write_bw 300
+    rc=0
+    timeout 30 ibqueryerrors --skip-sl -r >"$work/bad" 2>&1 || rc=$?
+    [ $rc -ne 124 ] || fail "ibqueryerrors timed out"
+    cat "$work/bad"
+    [ "$(grep -c '^Errors for' "$work/bad")" = 1 ] || { cat "$work/bad" >&2; fail "not exactly one node with errors"; }
+    grep -q '^Errors for ".*softverbs0"' "$work/bad" || fail "the node with errors is not the device's"
+    grep -q 'port 1: .*\[SymbolErrorCounter == [1-9][0-9]*\].*\[PortRcvErrors == [1-9][0-9]*\].*\[PortXmitDiscards == [1-9][0-9]*\]' "$work/bad" ||
+      fail "the device's port does not show the injected faults"
+    grep -q 'Link info: .*==>.* "leaf-a"' "$work/bad" || fail "the link is not the device's, to leaf-a"
+    grep -q '1 bad nodes found' "$work/bad" && grep -q '1 ports have errors beyond threshold' "$work/bad" ||
+      fail "more than the device's link reported"
     ;;
   *) fail "unknown scenario" ;;
 esac

@@ -254,17 +254,21 @@ SV_UMAD_EXPORT int umad_send(int portid, int agentid, void* umad, int length, in
   const softverbs::shm::Segment* seg = segment();
   const bool smp = klass == static_cast<uint8_t>(mad::MgmtClassId::kSubnLidRouted) || directed;
   const uint16_t dlid = be16toh(in_umad->addr.lid);
-  // SMPs for other LIDs go into the subnet, if the device has one (mad/agent.h).
-  if (seg != nullptr && (smp || for_this_port(in_umad->addr)) &&
-      mad::answer_mad(*seg, in, sizeof in, dlid, out_umad->data) == mad::Disposition::kRespond) {
+  // SMPs for other LIDs go into the subnet, if the device has one, and so
+  // do GMPs for the subnet's PMAs (mad/agent.h).
+  const bool ours = seg != nullptr && (smp || for_this_port(in_umad->addr));
+  const bool answered =
+      seg != nullptr &&
+      (ours ? mad::answer_mad(*seg, in, sizeof in, dlid, out_umad->data)
+            : mad::answer_remote_gmp(*seg, in, sizeof in, dlid, out_umad->data)) == mad::Disposition::kRespond;
+  if (answered) {
     out_umad->agent_id = static_cast<uint32_t>(agentid);
     out_umad->length = mad::kMadBytes;
     out_umad->addr.qpn = htobe32(smp ? 0 : 1);
     out_umad->addr.qkey = smp ? 0 : htobe32(kQp1QKey);
     ibv_port_attr a;
     softverbs::verbs::fill_port_attr(*seg, &a);
-    const bool ours = for_this_port(in_umad->addr);
-    out_umad->addr.lid = htobe16(directed ? mad::kPermissiveLid : ours ? a.lid : dlid);
+    out_umad->addr.lid = htobe16(directed ? mad::kPermissiveLid : for_this_port(in_umad->addr) ? a.lid : dlid);
     out_umad->addr.sl = in_umad->addr.sl;
     out_umad->addr.pkey_index = in_umad->addr.pkey_index;
     deliver(*port, record);

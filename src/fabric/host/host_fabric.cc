@@ -329,13 +329,24 @@ ibv_wc_status HostFabric::transmit(transport::SendSide& s, transport::SendWqe& w
   }
 
   shm::add_single_writer(counts.sent_packets, w.packets);
-  shm::add_single_writer(counts.port_xmit_packets, w.packets);
-  shm::add_single_writer(counts.port_xmit_bytes, req.payload.bytes);
 
+  // A request the injector drops is a discard of the sending port (the PMA's
+  // PortXmitDiscards): it never left, so PortXmitPkts/Data do not count it.
   const HostFaultDraw fault = faults().draw();
   if (fault.lose_request) {
     s.qp.notifier->port_counters().faults_dropped.fetch_add(1, std::memory_order_relaxed);
     return IBV_WC_SUCCESS;  // never arrived: the requester's timer decides
+  }
+  shm::add_single_writer(counts.port_xmit_packets, w.packets);
+  shm::add_single_writer(counts.port_xmit_bytes, req.payload.bytes);
+  if (fault.corrupt_request) {
+    // Received, failing its ICRC: the receiving port's PortRcvErrors (and,
+    // as injected corruption, its SymbolErrorCounter); the requester's timer decides.
+    shm::add_single_writer(counts.port_rcv_packets, req.packets);
+    shm::add_single_writer(counts.port_rcv_bytes, req.payload.bytes);
+    s.qp.notifier->port_counters().faults_corrupted.fetch_add(1, std::memory_order_relaxed);
+    s.qp.notifier->port_counters().icrc_errors.fetch_add(1, std::memory_order_relaxed);
+    return IBV_WC_SUCCESS;
   }
   if (multicast) {
     deliver_multicast(s, req, mcast, ah);

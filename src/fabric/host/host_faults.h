@@ -1,8 +1,10 @@
 // SOFTVERBS_FAULTS on the host fabric, where it applies: a request has no
-// wire to be reordered, corrupted or delayed on, but it can be lost on the
-// way (never executed), lose its response (executed, the requester hears
-// nothing and retries: a duplicate), or arrive twice. Loss draws both ways
-// with the configured rate; `dup` duplicates. Seeded, under one mutex (only
+// wire to be reordered or delayed on, but it can be lost on the way (never
+// executed), lose its response (executed, the requester hears nothing and
+// retries: a duplicate), arrive twice, or arrive corrupted (the receiver's
+// ICRC check fails and it is dropped, as a bad symbol on a link ends).
+// Loss draws both ways with the configured rate; `dup` duplicates;
+// `corrupt` corrupts requests. Seeded, under one mutex (only
 // when faults are on; otherwise draw() is a load and a branch).
 #pragma once
 
@@ -17,11 +19,12 @@ struct HostFaultDraw {
   bool lose_request = false;
   bool lose_response = false;
   bool duplicate = false;
+  bool corrupt_request = false;
 };
 
 class HostFaults {
  public:
-  explicit HostFaults(const fault::FaultConfig& c) : config_(c), active_(c.loss > 0 || c.duplicate > 0), rng_(c.seed) {}
+  explicit HostFaults(const fault::FaultConfig& c) : config_(c), active_(c.loss > 0 || c.duplicate > 0 || c.corrupt > 0), rng_(c.seed) {}
 
   bool active() const { return active_; }
 
@@ -32,6 +35,7 @@ class HostFaults {
     d.lose_request = chance(config_.loss);
     d.lose_response = !d.lose_request && chance(config_.loss);
     d.duplicate = !d.lose_request && chance(config_.duplicate);
+    d.corrupt_request = !d.lose_request && !d.duplicate && chance(config_.corrupt);
     return d;
   }
 

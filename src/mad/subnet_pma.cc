@@ -1,0 +1,59 @@
+#include "mad/subnet_pma.h"
+
+#include "mad/mad_layout.h"
+
+namespace softverbs::mad {
+
+namespace {
+
+// The PMA of node `node`, for the ports its PortSelect names.
+Disposition answer_node(const Topology& t, unsigned node, const LinkPmaCounters& c, const uint8_t* in, uint8_t* out,
+                        LinkPmaReset* reset) {
+  const int local = t.local_ca();
+  const TopoNode& n = t.nodes[node];
+  const TopoLink& facing = t.nodes[static_cast<size_t>(local)].ports[1];
+  // Ports 1..num_ports; a switch's port 0 has no counters (no enhanced
+  // port 0: SwitchInfo says so).
+  PmaCounters ports[kTopoMaxPorts] = {};
+  uint64_t resets[kTopoMaxPorts] = {};
+  unsigned local_port = 0, peer_port = 0;
+  if (static_cast<int>(node) == local) {
+    ports[0] = c.local;
+    local_port = 1;
+  }
+  if (facing.node == static_cast<int>(node) && facing.port >= 1) {
+    ports[facing.port - 1] = c.peer;
+    peer_port = facing.port;
+  }
+  const Disposition d = answer_pma_ports(ports, n.num_ports, in, kMadBytes, out, resets);
+  if (local_port != 0) reset->local = resets[local_port - 1];
+  if (peer_port != 0) reset->peer = resets[peer_port - 1];
+  return d;
+}
+
+bool well_formed(const Subnet& s, const uint8_t* in, size_t len) {
+  return in != nullptr && len >= kMadBytes && s.topology != nullptr && s.state != nullptr &&
+         s.topology->local_ca() >= 0 && MgmtClass::get(in) == static_cast<uint8_t>(MgmtClassId::kPerfMgmt) &&
+         ResponseBit::get(in) == 0;
+}
+
+}  // namespace
+
+Disposition answer_subnet_pma(const Subnet& s, const LinkPmaCounters& c, const uint8_t* in, size_t len,
+                              uint16_t dlid, uint8_t* out, LinkPmaReset* reset) {
+  *reset = {};
+  if (!well_formed(s, in, len)) return Disposition::kDrop;
+  unsigned node = 0;
+  uint8_t arrival = 0;
+  if (!route_lid(s, dlid, &node, &arrival)) return Disposition::kDrop;
+  return answer_node(*s.topology, node, c, in, out, reset);
+}
+
+Disposition answer_local_ca_pma(const Subnet& s, const LinkPmaCounters& c, const uint8_t* in, size_t len,
+                                uint8_t* out, LinkPmaReset* reset) {
+  *reset = {};
+  if (!well_formed(s, in, len)) return Disposition::kDrop;
+  return answer_node(*s.topology, static_cast<unsigned>(s.topology->local_ca()), c, in, out, reset);
+}
+
+}  // namespace softverbs::mad

@@ -95,9 +95,11 @@ int connect(rdma_cm_id* pub, const rdma_conn_param* param) {
     if (param->private_data_len > 0) {
       std::memcpy(req.private_data.data() + wc::CmaHeader::kBytes, param->private_data, param->private_data_len);
     }
+    req.vendor_id = id->local_ece.vendor_id;
     uint8_t mad[wc::kMadBytes];
     wc::MadHeader h;
     h.tid = id->tid;
+    h.attr_mod = id->local_ece.options;  // Linux cm.c: ECE options in the REQ's AttributeModifier
     wc::encode(h, req, mad);
     id->state = IdState::kReqSent;
     send_to_peer(id, mad, true);
@@ -156,9 +158,13 @@ int accept(rdma_cm_id* pub, const rdma_conn_param* param) {
     rep.srq = param->srq != 0 || (id->pub.qp != nullptr && id->pub.qp->srq != nullptr);
     rep.local_ca_guid = id->dev->node_guid;
     if (param->private_data_len > 0) std::memcpy(rep.private_data.data(), param->private_data, param->private_data_len);
+    // As rdma-core's rdma_accept: the vendor ID the request offered, with the
+    // options this side accepted (rdma_set_local_ece; none unless set).
+    rep.vendor_id = id->remote_ece.vendor_id;
     uint8_t mad[wc::kMadBytes];
     wc::MadHeader h;
     h.tid = id->tid;
+    h.attr_mod = id->local_ece.options;
     wc::encode(h, rep, mad);
     id->listener = nullptr;
     id->state = IdState::kRepSent;
@@ -181,6 +187,29 @@ int reject(rdma_cm_id* pub, const void* data, uint8_t len, uint16_t reason) {
   if (len > wc::Rej::kPrivateBytes || (len > 0 && data == nullptr)) return fail(EINVAL);
   send_mad_rej(id, reason, data, len);
   id->state = IdState::kClosed;
+  return 0;
+}
+
+// rdma-core's checks: only an id without a QP takes ECE from the consumer
+// (rdma_set_local_ece(3)); vendor ID 0 means none and is refused.
+int set_local_ece(rdma_cm_id* pub, const ibv_ece* ece) {
+  if (pub == nullptr || ece == nullptr || ece->vendor_id == 0 || ece->comp_mask != 0) return fail(EINVAL);
+  std::lock_guard<std::mutex> lock(Agent::get().mu);
+  if (pub->qp != nullptr) return fail(EINVAL);
+  CmId* id = from_pub(pub);
+  id->local_ece.vendor_id = ece->vendor_id;
+  id->local_ece.options = ece->options;
+  return 0;
+}
+
+int get_remote_ece(rdma_cm_id* pub, ibv_ece* ece) {
+  if (pub == nullptr || ece == nullptr) return fail(EINVAL);
+  std::lock_guard<std::mutex> lock(Agent::get().mu);
+  if (pub->qp != nullptr) return fail(EINVAL);
+  const CmId* id = from_pub(pub);
+  ece->vendor_id = id->remote_ece.vendor_id;
+  ece->options = id->remote_ece.options;
+  ece->comp_mask = 0;
   return 0;
 }
 

@@ -165,6 +165,13 @@ void sidr_reply(CmId* id, uint8_t status, uint32_t qpn, const void* data, size_t
   if (len > 0) std::memcpy(rep.private_data.data(), data, len);
   wc::MadHeader h;
   h.tid = id->tid;
+  if (status == wc::SidrRep::kValid) {
+    // Linux's SIDR_REP carries the accepting id's ECE, which rdma-core's
+    // rdma_accept fills as for a REP: the requester's vendor ID (a SIDR_REQ
+    // has none, so 0) with the options set by rdma_set_local_ece.
+    rep.vendor_id = id->remote_ece.vendor_id;
+    h.attr_mod = id->local_ece.options;
+  }
   wc::encode(h, rep, id->last_mad);
   send_to_peer(id, id->last_mad, false);
 }

@@ -81,6 +81,12 @@ struct CmId {
   // connection began; another value in its slot later means it died.
   uint32_t peer_agent = 0;
   uint64_t tid = 0;                 // the REQ's, reused by REP and RTU
+  // Enhanced connection establishment: what rdma_set_local_ece gave (an id
+  // without a QP; softverbs' QPs have no vendor options, so for an id with a
+  // QP it stays zero, as rdma-core's ibv_query_ece finds nothing), and what
+  // the peer's REQ or REP carried (vendor ID, AttributeModifier options).
+  ibv_ece local_ece{};
+  ibv_ece remote_ece{};
   bool own_cqs = false;             // rdma_create_qp made the CQs (and their channels)
   // rdma_create_ep on a passive endpoint: the QP each request gets.
   bool ep_has_qp = false;

@@ -202,6 +202,8 @@ void handle_req(Device* dev, const wc::MadHeader& hdr, const uint8_t* mad, const
   id->remote_ca_guid = req.local_ca_guid;
   id->remote_qpn = req.local_qpn;
   id->remote_psn = req.starting_psn;
+  id->remote_ece.vendor_id = req.vendor_id;
+  id->remote_ece.options = hdr.attr_mod;
   // Chosen now: a consumer that moves its own QP (rdma_init_qp_attr) does so
   // before rdma_accept, whose REP then carries the same PSN.
   id->local_psn = random_psn();
@@ -259,6 +261,8 @@ void handle_rep(Device* dev, const wc::MadHeader& hdr, const uint8_t* mad, const
   id->remote_ca_guid = rep.local_ca_guid;
   id->remote_qpn = rep.local_qpn;
   id->remote_psn = rep.starting_psn;
+  id->remote_ece.vendor_id = rep.vendor_id;
+  id->remote_ece.options = hdr.attr_mod;
   id->responder_resources = std::min(id->responder_resources, rep.initiator_depth);
   id->initiator_depth = std::min(id->initiator_depth, rep.responder_resources);
   id->rnr_retry_count = rep.rnr_retry_count;

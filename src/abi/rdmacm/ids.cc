@@ -26,24 +26,10 @@ SV_EXPORT int rdma_reject(rdma_cm_id* id, const void* data, uint8_t len) { retur
 // IBA table 109's reason 35: the vendor option (the ECE asked for) is not supported.
 SV_EXPORT int rdma_reject_ece(rdma_cm_id* id, const void* data, uint8_t len) { return cm::reject(id, data, len, 35); }
 
-// Enhanced connection establishment: no softverbs device has vendor options,
-// so none is carried. A consumer's own is checked as librdmacm checks it and
-// then has no effect; the peer is reported to have offered none.
-SV_EXPORT int rdma_set_local_ece(rdma_cm_id* id, ibv_ece* ece) {
-  if (id == nullptr || id->qp != nullptr || ece == nullptr || ece->vendor_id == 0 || ece->comp_mask != 0) {
-    errno = EINVAL;
-    return -1;
-  }
-  return 0;
-}
-SV_EXPORT int rdma_get_remote_ece(rdma_cm_id* id, ibv_ece* ece) {
-  if (id == nullptr || id->qp != nullptr || ece == nullptr) {
-    errno = EINVAL;
-    return -1;
-  }
-  *ece = ibv_ece{};
-  return 0;
-}
+// Enhanced connection establishment for external QPs: the REQ carries the
+// active side's, the REP the passive side's (src/cm/api_connect.cc).
+SV_EXPORT int rdma_set_local_ece(rdma_cm_id* id, ibv_ece* ece) { return cm::set_local_ece(id, ece); }
+SV_EXPORT int rdma_get_remote_ece(rdma_cm_id* id, ibv_ece* ece) { return cm::get_remote_ece(id, ece); }
 SV_EXPORT int rdma_establish(rdma_cm_id* id) { return cm::establish(id); }
 SV_EXPORT int rdma_disconnect(rdma_cm_id* id) { return cm::disconnect(id); }
 SV_EXPORT int rdma_notify(rdma_cm_id* id, ibv_event_type event) { return cm::notify(id, event); }

@@ -37,7 +37,11 @@ int connect(rdma_cm_id* pub, const rdma_conn_param* param) {
       if (sidr_request(id, param) != 0) return -1;
       return complete_unlocked(lock, id);
     }
-    if (param->private_data_len > kReqUserBytes || (param->private_data_len > 0 && param->private_data == nullptr)) {
+    // An AF_IB id's REQ has no CMA header: all 92 bytes are the consumer's
+    // (the kernel's cma_user_data_offset).
+    const bool ib = id->pub.route.addr.src_addr.sa_family == AF_IB;
+    const size_t user_bytes = ib ? wc::Req::kPrivateBytes : kReqUserBytes;
+    if (param->private_data_len > user_bytes || (param->private_data_len > 0 && param->private_data == nullptr)) {
       return fail(EINVAL);
     }
     Device* d = id->dev;
@@ -53,7 +57,6 @@ int connect(rdma_cm_id* pub, const rdma_conn_param* param) {
 
     const sockaddr* dst = &id->pub.route.addr.dst_addr;
     const sockaddr* src = &id->pub.route.addr.src_addr;
-    const uint16_t dport = port_of(dst);
     id->peer.qpn = wc::kGsiQpn;
     id->peer.lid = d->ep->port_attr().lid;
     id->peer.gid = id->path.dgid;
@@ -61,7 +64,7 @@ int connect(rdma_cm_id* pub, const rdma_conn_param* param) {
 
     wc::Req req;
     req.local_comm_id = id->local_comm_id;
-    req.service_id = uint64_t(id->pub.ps) << 16 | dport;
+    req.service_id = service_id_of(static_cast<uint16_t>(id->pub.ps), dst);
     req.local_ca_guid = d->node_guid;
     req.local_qpn = qpn;
     req.responder_resources = id->responder_resources;
@@ -85,15 +88,18 @@ int connect(rdma_cm_id* pub, const rdma_conn_param* param) {
     req.primary.packet_rate = id->path.rate;
     req.primary.subnet_local = !d->roce;
     req.primary.local_ack_timeout = id->ack_timeout;
-    wc::CmaHeader cma;
-    cma.ip_version = src->sa_family == AF_INET6 ? 6 : 4;
-    cma.src_port = port_of(src);
-    const shm::TableAddr s = table_addr(src), t = table_addr(dst);
-    cma.src = s.bytes;
-    cma.dst = t.bytes;
-    cma.encode(req.private_data.data());
+    if (!ib) {
+      wc::CmaHeader cma;
+      cma.ip_version = src->sa_family == AF_INET6 ? 6 : 4;
+      cma.src_port = port_of(src);
+      const shm::TableAddr s = table_addr(src), t = table_addr(dst);
+      cma.src = s.bytes;
+      cma.dst = t.bytes;
+      cma.encode(req.private_data.data());
+    }
     if (param->private_data_len > 0) {
-      std::memcpy(req.private_data.data() + wc::CmaHeader::kBytes, param->private_data, param->private_data_len);
+      std::memcpy(req.private_data.data() + (ib ? 0 : wc::CmaHeader::kBytes), param->private_data,
+                  param->private_data_len);
     }
     req.vendor_id = id->local_ece.vendor_id;
     uint8_t mad[wc::kMadBytes];

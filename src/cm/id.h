@@ -54,6 +54,7 @@ struct CmId {
   Device* dev = nullptr;      // the device of its address, once known
   std::vector<std::pair<Device*, int>> bindings;  // (device, binding in its port table)
   uint16_t port = 0;          // bound port, host order
+  uint16_t sid_ps = 0;        // the port space of its service IDs: pub.ps, or what an AF_IB address selected
   bool reuse_addr = false;
   int backlog = 0;
   int outstanding_events = 0;  // queued or handed out, not yet acked

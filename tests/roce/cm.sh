@@ -36,7 +36,8 @@
 #              (rpoll) across the veth pair, IPv4 then IPv6: data checked
 #              on both sides; riostream -T v (riowrite into the peer's
 #              window) likewise, and riostream's 64-byte latency loop
-#              (IPv4)
+#              (IPv4); rstream -f gid (AF_IB) refused on the RoCE port
+#              (ENODEV), as the kernel's cma
 #   udpong     udpong (datagram rsockets over UD QPs) across the veth pair,
 #              IPv4 then IPv6: echoed datagrams of 64 and 1536 bytes with
 #              non-blocking calls, through rpoll and blocking, and a
@@ -254,6 +255,13 @@ case $scenario in
       rstream -s "$ADDR6_A" -p $port -T v -C 200 -S 100000
     pair "riostream -T v (IPv6)" 'Connection refused' '^custom ' riostream -b "$ADDR6_A" -p $port -T v -C 200 -S 100000 -- \
       riostream -s "$ADDR6_A" -p $port -T v -C 200 -S 100000
+    # An IB address (rstream -f gid) on a RoCE port: the kernel's cma binds
+    # AF_IB only on ports with the InfiniBand protocol (ENODEV), and so do we.
+    if in_a env "${env_a[@]}" timeout 30 rstream -f gid -b "$ADDR6_A" -p $port -C 1 -S 100 > "$work/gid.out" 2>&1; then
+      fail "rstream -f gid bound on softverbs_roce0: $(cat "$work/gid.out")"
+    fi
+    grep -q '^rbind: No such device' "$work/gid.out" || fail "rstream -f gid on RoCE: $(cat "$work/gid.out")"
+    echo "rstream -f gid on softverbs_roce0: rbind fails with ENODEV, as the kernel's cma"
     ;;
   udpong)
     # udpong's server serves until killed; a client logs in (over UDP, until

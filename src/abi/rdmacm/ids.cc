@@ -1,5 +1,7 @@
 // rdma_cm_id calls: addresses, routes, connections.
 #include <arpa/inet.h>
+#include <endian.h>
+#include <infiniband/ib.h>
 #include <rdma/rdma_cma.h>
 
 #include <cerrno>
@@ -38,16 +40,21 @@ SV_EXPORT int rdma_set_option(rdma_cm_id* id, int level, int optname, void* optv
   return cm::set_option(id, level, optname, optval, optlen);
 }
 
+namespace {
+
+// librdmacm's ucma_get_port: an IB address's port is its service ID's low
+// 16 bits.
+__be16 port_in(const sockaddr* sa) {
+  if (sa->sa_family == AF_INET) return reinterpret_cast<const sockaddr_in*>(sa)->sin_port;
+  if (sa->sa_family == AF_INET6) return reinterpret_cast<const sockaddr_in6*>(sa)->sin6_port;
+  if (sa->sa_family == AF_IB) {
+    return htons(static_cast<uint16_t>(be64toh(reinterpret_cast<const sockaddr_ib*>(sa)->sib_sid)));
+  }
+  return 0;
+}
+
+}  // namespace
+
 // The ports of the id's addresses, in network order as librdmacm returns them.
-SV_EXPORT __be16 rdma_get_src_port(rdma_cm_id* id) {
-  const sockaddr* sa = &id->route.addr.src_addr;
-  if (sa->sa_family == AF_INET) return reinterpret_cast<const sockaddr_in*>(sa)->sin_port;
-  if (sa->sa_family == AF_INET6) return reinterpret_cast<const sockaddr_in6*>(sa)->sin6_port;
-  return 0;
-}
-SV_EXPORT __be16 rdma_get_dst_port(rdma_cm_id* id) {
-  const sockaddr* sa = &id->route.addr.dst_addr;
-  if (sa->sa_family == AF_INET) return reinterpret_cast<const sockaddr_in*>(sa)->sin_port;
-  if (sa->sa_family == AF_INET6) return reinterpret_cast<const sockaddr_in6*>(sa)->sin6_port;
-  return 0;
-}
+SV_EXPORT __be16 rdma_get_src_port(rdma_cm_id* id) { return port_in(&id->route.addr.src_addr); }
+SV_EXPORT __be16 rdma_get_dst_port(rdma_cm_id* id) { return port_in(&id->route.addr.dst_addr); }

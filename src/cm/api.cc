@@ -56,6 +56,54 @@ int create_id(EventChannel* ch, rdma_cm_id** out, void* context, rdma_port_space
   return 0;
 }
 
+namespace {
+
+// An IB address binds on the InfiniBand ports only, as the kernel's cma:
+// the zero GID on every one, a GID on its own; a RoCE port's GID is ENODEV
+// (cma_validate_port: an IB address on a port without the IB protocol).
+int bind_ib(CmId* id, const sockaddr* addr, const std::vector<Device*>& devs) {
+  std::vector<Device*> ib;
+  for (Device* d : devs) {
+    if (!d->roce) ib.push_back(d);
+  }
+  if (is_wildcard(addr)) return ib.empty() ? fail(ENODEV) : bind_on(id, addr, ib);
+  const ibv_gid g = gid_of(addr);
+  if (Device* d = ib_device_of_gid(devs, g)) return bind_on(id, addr, {d});
+  for (Device* d : devs) {
+    if (std::memcmp(d->gid.raw, g.raw, 16) == 0) return fail(ENODEV);
+  }
+  return fail(EADDRNOTAVAIL);
+}
+
+// rdma_resolve_addr to an IB address: no address resolution, the GID is
+// the address (the kernel's cma_resolve_ib_addr); the source is the port
+// that reaches it, with the destination's P_Key.
+Device* resolve_ib(CmId* id, const sockaddr* src, const sockaddr* dst, const std::vector<Device*>& devs, int* err) {
+  Device* d = ib_device_for_dest(devs, gid_of(dst));
+  if (d == nullptr) {
+    *err = ENODEV;
+    return nullptr;
+  }
+  if (id->state != IdState::kIdle) return d;
+  sockaddr_ib s{};
+  if (src != nullptr && src->sa_family == AF_IB) std::memcpy(&s, src, sizeof s);
+  s.sib_family = AF_IB;
+  if (src == nullptr || src->sa_family != AF_IB) s.sib_pkey = reinterpret_cast<const sockaddr_ib*>(dst)->sib_pkey;
+  if (is_wildcard(reinterpret_cast<sockaddr*>(&s))) {
+    std::memcpy(&s.sib_addr, d->gid.raw, 16);
+  } else if (ib_device_of_gid(devs, gid_of(reinterpret_cast<sockaddr*>(&s))) != d) {
+    *err = EADDRNOTAVAIL;
+    return nullptr;
+  }
+  if (bind_on(id, reinterpret_cast<sockaddr*>(&s), {d}) != 0) {
+    *err = errno;
+    return nullptr;
+  }
+  return d;
+}
+
+}  // namespace
+
 int bind_addr(rdma_cm_id* pub, const sockaddr* addr) {
   if (pub == nullptr || addr == nullptr) return fail(EINVAL);
   if (!family_ok(addr)) return fail(EAFNOSUPPORT);
@@ -64,6 +112,7 @@ int bind_addr(rdma_cm_id* pub, const sockaddr* addr) {
   std::lock_guard<std::mutex> lock(agent.mu);
   if (id->state != IdState::kIdle) return fail(EINVAL);
   const auto devs = agent.devices();
+  if (addr->sa_family == AF_IB) return bind_ib(id, addr, devs);
   if (is_wildcard(addr)) return bind_on(id, addr, devs);
   Device* d = device_of_local(devs, addr);
   if (d == nullptr) return fail(EADDRNOTAVAIL);
@@ -77,8 +126,23 @@ int resolve_addr(rdma_cm_id* pub, const sockaddr* src, const sockaddr* dst, int 
   {
     std::lock_guard<std::mutex> lock(agent.mu);
     const auto devs = agent.devices();
-    Device* d = is_multicast_addr(dst) ? device_for_group(devs, id->dev, src) : device_for_dest(devs, dst);
-    if (id->state == IdState::kIdle) {
+    Device* d = nullptr;
+    if (id->state == IdState::kAddrBound && (id->pub.route.addr.src_addr.sa_family == AF_IB) != (dst->sa_family == AF_IB)) {
+      return fail(EINVAL);  // an IB source with an IP destination, or the reverse
+    }
+    if (dst->sa_family == AF_IB) {
+      if (src != nullptr && src->sa_family != AF_IB && src->sa_family != AF_UNSPEC) return fail(EINVAL);
+      int err = 0;
+      d = resolve_ib(id, src, dst, devs, &err);
+      if (d == nullptr) return fail(err);
+    } else if (src != nullptr && src->sa_family == AF_IB) {
+      return fail(EINVAL);
+    } else {
+      d = is_multicast_addr(dst) ? device_for_group(devs, id->dev, src) : device_for_dest(devs, dst);
+    }
+    if (dst->sa_family == AF_IB) {
+      // bound above
+    } else if (id->state == IdState::kIdle) {
       if (src != nullptr && family_ok(src) && !is_wildcard(src)) {
         Device* sd = device_of_local(devs, src);
         if (sd == nullptr) return fail(EADDRNOTAVAIL);
@@ -120,7 +184,8 @@ int resolve_route(rdma_cm_id* pub, int /*timeout_ms*/) {
     auto& p = id->path;
     p = {};
     p.sgid = d->gid;
-    p.dgid = d->roce ? gid_of(&id->pub.route.addr.dst_addr) : d->gid;
+    const sockaddr* dst = &id->pub.route.addr.dst_addr;
+    p.dgid = d->roce || dst->sa_family == AF_IB ? gid_of(dst) : d->gid;
     p.slid = htobe16(pa.lid);
     p.dlid = htobe16(pa.lid);
     p.pkey = htobe16(0xffff);

@@ -37,7 +37,11 @@ int connect(rdma_cm_id* pub, const rdma_conn_param* param) {
       if (sidr_request(id, param) != 0) return -1;
       return complete_unlocked(lock, id);
     }
-    if (param->private_data_len > kReqUserBytes || (param->private_data_len > 0 && param->private_data == nullptr)) {
+    // An AF_IB id's REQ has no CMA header: all 92 bytes are the consumer's
+    // (the kernel's cma_user_data_offset).
+    const bool ib = id->pub.route.addr.src_addr.sa_family == AF_IB;
+    const size_t user_bytes = ib ? wc::Req::kPrivateBytes : kReqUserBytes;
+    if (param->private_data_len > user_bytes || (param->private_data_len > 0 && param->private_data == nullptr)) {
       return fail(EINVAL);
     }
     Device* d = id->dev;
@@ -53,7 +57,6 @@ int connect(rdma_cm_id* pub, const rdma_conn_param* param) {
 
     const sockaddr* dst = &id->pub.route.addr.dst_addr;
     const sockaddr* src = &id->pub.route.addr.src_addr;
-    const uint16_t dport = port_of(dst);
     id->peer.qpn = wc::kGsiQpn;
     id->peer.lid = d->ep->port_attr().lid;
     id->peer.gid = id->path.dgid;
@@ -61,7 +64,7 @@ int connect(rdma_cm_id* pub, const rdma_conn_param* param) {
 
     wc::Req req;
     req.local_comm_id = id->local_comm_id;
-    req.service_id = uint64_t(id->pub.ps) << 16 | dport;
+    req.service_id = service_id_of(static_cast<uint16_t>(id->pub.ps), dst);
     req.local_ca_guid = d->node_guid;
     req.local_qpn = qpn;
     req.responder_resources = id->responder_resources;
@@ -85,19 +88,24 @@ int connect(rdma_cm_id* pub, const rdma_conn_param* param) {
     req.primary.packet_rate = id->path.rate;
     req.primary.subnet_local = !d->roce;
     req.primary.local_ack_timeout = id->ack_timeout;
-    wc::CmaHeader cma;
-    cma.ip_version = src->sa_family == AF_INET6 ? 6 : 4;
-    cma.src_port = port_of(src);
-    const shm::TableAddr s = table_addr(src), t = table_addr(dst);
-    cma.src = s.bytes;
-    cma.dst = t.bytes;
-    cma.encode(req.private_data.data());
-    if (param->private_data_len > 0) {
-      std::memcpy(req.private_data.data() + wc::CmaHeader::kBytes, param->private_data, param->private_data_len);
+    if (!ib) {
+      wc::CmaHeader cma;
+      cma.ip_version = src->sa_family == AF_INET6 ? 6 : 4;
+      cma.src_port = port_of(src);
+      const shm::TableAddr s = table_addr(src), t = table_addr(dst);
+      cma.src = s.bytes;
+      cma.dst = t.bytes;
+      cma.encode(req.private_data.data());
     }
+    if (param->private_data_len > 0) {
+      std::memcpy(req.private_data.data() + (ib ? 0 : wc::CmaHeader::kBytes), param->private_data,
+                  param->private_data_len);
+    }
+    req.vendor_id = id->local_ece.vendor_id;
     uint8_t mad[wc::kMadBytes];
     wc::MadHeader h;
     h.tid = id->tid;
+    h.attr_mod = id->local_ece.options;  // Linux cm.c: ECE options in the REQ's AttributeModifier
     wc::encode(h, req, mad);
     id->state = IdState::kReqSent;
     send_to_peer(id, mad, true);
@@ -156,9 +164,13 @@ int accept(rdma_cm_id* pub, const rdma_conn_param* param) {
     rep.srq = param->srq != 0 || (id->pub.qp != nullptr && id->pub.qp->srq != nullptr);
     rep.local_ca_guid = id->dev->node_guid;
     if (param->private_data_len > 0) std::memcpy(rep.private_data.data(), param->private_data, param->private_data_len);
+    // As rdma-core's rdma_accept: the vendor ID the request offered, with the
+    // options this side accepted (rdma_set_local_ece; none unless set).
+    rep.vendor_id = id->remote_ece.vendor_id;
     uint8_t mad[wc::kMadBytes];
     wc::MadHeader h;
     h.tid = id->tid;
+    h.attr_mod = id->local_ece.options;
     wc::encode(h, rep, mad);
     id->listener = nullptr;
     id->state = IdState::kRepSent;
@@ -181,6 +193,29 @@ int reject(rdma_cm_id* pub, const void* data, uint8_t len, uint16_t reason) {
   if (len > wc::Rej::kPrivateBytes || (len > 0 && data == nullptr)) return fail(EINVAL);
   send_mad_rej(id, reason, data, len);
   id->state = IdState::kClosed;
+  return 0;
+}
+
+// rdma-core's checks: only an id without a QP takes ECE from the consumer
+// (rdma_set_local_ece(3)); vendor ID 0 means none and is refused.
+int set_local_ece(rdma_cm_id* pub, const ibv_ece* ece) {
+  if (pub == nullptr || ece == nullptr || ece->vendor_id == 0 || ece->comp_mask != 0) return fail(EINVAL);
+  std::lock_guard<std::mutex> lock(Agent::get().mu);
+  if (pub->qp != nullptr) return fail(EINVAL);
+  CmId* id = from_pub(pub);
+  id->local_ece.vendor_id = ece->vendor_id;
+  id->local_ece.options = ece->options;
+  return 0;
+}
+
+int get_remote_ece(rdma_cm_id* pub, ibv_ece* ece) {
+  if (pub == nullptr || ece == nullptr) return fail(EINVAL);
+  std::lock_guard<std::mutex> lock(Agent::get().mu);
+  if (pub->qp != nullptr) return fail(EINVAL);
+  const CmId* id = from_pub(pub);
+  ece->vendor_id = id->remote_ece.vendor_id;
+  ece->options = id->remote_ece.options;
+  ece->comp_mask = 0;
   return 0;
 }
 

@@ -61,13 +61,21 @@ void unbind(CmId* id) {
 int bind_on(CmId* id, const sockaddr* addr, const std::vector<Device*>& devs) {
   Agent& agent = Agent::get();
   if (devs.empty()) return fail(EADDRNOTAVAIL);
+  sockaddr_storage own{};
+  std::memcpy(&own, addr, sockaddr_len(addr));
+  addr = reinterpret_cast<const sockaddr*>(&own);
+  uint16_t ps = static_cast<uint16_t>(id->pub.ps);
+  if (addr->sa_family == AF_IB) {
+    ps = select_ib_ps(ps, reinterpret_cast<sockaddr_ib*>(&own));
+    if (ps == 0) return fail(EPROTONOSUPPORT);
+  }
   uint16_t port = port_of(addr);
   for (Device* d : devs) {
     if (const int rc = agent.activate(d); rc != 0) {
       unbind(id);
       return fail(rc);
     }
-    const int b = d->table->bind(d->slot, static_cast<uint16_t>(id->pub.ps), table_addr(addr), &port, id->reuse_addr);
+    const int b = d->table->bind(d->slot, ps, table_addr(addr), &port, id->reuse_addr);
     if (b < 0) {
       const int e = errno;
       unbind(id);
@@ -78,6 +86,7 @@ int bind_on(CmId* id, const sockaddr* addr, const std::vector<Device*>& devs) {
   std::memcpy(&id->pub.route.addr.src_storage, addr, sockaddr_len(addr));
   set_port(&id->pub.route.addr.src_addr, port);
   id->port = port;
+  id->sid_ps = ps;
   id->state = IdState::kAddrBound;
   if (devs.size() == 1 && !is_wildcard(addr)) {
     id->dev = devs[0];
@@ -88,7 +97,9 @@ int bind_on(CmId* id, const sockaddr* addr, const std::vector<Device*>& devs) {
   return 0;
 }
 
-bool family_ok(const sockaddr* sa) { return sa != nullptr && (sa->sa_family == AF_INET || sa->sa_family == AF_INET6); }
+bool family_ok(const sockaddr* sa) {
+  return sa != nullptr && (sa->sa_family == AF_INET || sa->sa_family == AF_INET6 || sa->sa_family == AF_IB);
+}
 
 void send_mad_rej(CmId* id, uint16_t reason, const void* data, size_t len) {
   wc::Rej rej;
@@ -119,13 +130,15 @@ void send_dreq(CmId* id, bool expect_answer) {
 // SIDR_REQ: the service's QPN and Q_Key for a UD id (IBA 12.11.1), with
 // the CMA header first in the private data as in a REQ.
 int sidr_request(CmId* id, const rdma_conn_param* param) {
-  constexpr size_t kUserBytes = wc::SidrReq::kPrivateBytes - wc::CmaHeader::kBytes;  // 180
-  if (param->private_data_len > kUserBytes || (param->private_data_len > 0 && param->private_data == nullptr)) {
+  const sockaddr* dst = &id->pub.route.addr.dst_addr;
+  const sockaddr* src = &id->pub.route.addr.src_addr;
+  // An AF_IB id sends no CMA header (the kernel's cma_user_data_offset).
+  const size_t header = src->sa_family == AF_IB ? 0 : wc::CmaHeader::kBytes;
+  if (param->private_data_len > wc::SidrReq::kPrivateBytes - header ||
+      (param->private_data_len > 0 && param->private_data == nullptr)) {
     return fail(EINVAL);
   }
   Device* d = id->dev;
-  const sockaddr* dst = &id->pub.route.addr.dst_addr;
-  const sockaddr* src = &id->pub.route.addr.src_addr;
   id->local_comm_id = Agent::get().new_comm_id(d, id);
   id->tid = new_tid(d);
   id->peer.qpn = wc::kGsiQpn;
@@ -135,15 +148,17 @@ int sidr_request(CmId* id, const rdma_conn_param* param) {
   wc::SidrReq q;
   q.request_id = id->local_comm_id;
   q.pkey = 0xffff;
-  q.service_id = uint64_t(id->pub.ps) << 16 | port_of(dst);
-  wc::CmaHeader cma;
-  cma.ip_version = src->sa_family == AF_INET6 ? 6 : 4;
-  cma.src_port = port_of(src);
-  cma.src = table_addr(src).bytes;
-  cma.dst = table_addr(dst).bytes;
-  cma.encode(q.private_data.data());
+  q.service_id = service_id_of(static_cast<uint16_t>(id->pub.ps), dst);
+  if (header > 0) {
+    wc::CmaHeader cma;
+    cma.ip_version = src->sa_family == AF_INET6 ? 6 : 4;
+    cma.src_port = port_of(src);
+    cma.src = table_addr(src).bytes;
+    cma.dst = table_addr(dst).bytes;
+    cma.encode(q.private_data.data());
+  }
   if (param->private_data_len > 0) {
-    std::memcpy(q.private_data.data() + wc::CmaHeader::kBytes, param->private_data, param->private_data_len);
+    std::memcpy(q.private_data.data() + header, param->private_data, param->private_data_len);
   }
   uint8_t mad[wc::kMadBytes];
   wc::MadHeader h;
@@ -160,11 +175,18 @@ void sidr_reply(CmId* id, uint8_t status, uint32_t qpn, const void* data, size_t
   rep.request_id = id->remote_comm_id;
   rep.status = status;
   rep.qpn = qpn;
-  rep.service_id = uint64_t(id->pub.ps) << 16 | id->port;
+  rep.service_id = uint64_t(id->sid_ps) << 16 | id->port;
   rep.qkey = status == wc::SidrRep::kValid ? kUdpQkey : 0;
   if (len > 0) std::memcpy(rep.private_data.data(), data, len);
   wc::MadHeader h;
   h.tid = id->tid;
+  if (status == wc::SidrRep::kValid) {
+    // Linux's SIDR_REP carries the accepting id's ECE, which rdma-core's
+    // rdma_accept fills as for a REP: the requester's vendor ID (a SIDR_REQ
+    // has none, so 0) with the options set by rdma_set_local_ece.
+    rep.vendor_id = id->remote_ece.vendor_id;
+    h.attr_mod = id->local_ece.options;
+  }
   wc::encode(h, rep, id->last_mad);
   send_to_peer(id, id->last_mad, false);
 }

@@ -23,6 +23,9 @@ int accept(rdma_cm_id* id, const rdma_conn_param* param);
 // `reason`: IBA table 109 (28: consumer reject).
 int reject(rdma_cm_id* id, const void* private_data, uint8_t len, uint16_t reason = 28);
 int establish(rdma_cm_id* id);
+// rdma_set_local_ece / rdma_get_remote_ece (ids without a QP).
+int set_local_ece(rdma_cm_id* id, const ibv_ece* ece);
+int get_remote_ece(rdma_cm_id* id, ibv_ece* ece);
 int disconnect(rdma_cm_id* id);
 int notify(rdma_cm_id* id, ibv_event_type event);
 int migrate_id(rdma_cm_id* id, EventChannel* ch);

@@ -54,6 +54,7 @@ struct CmId {
   Device* dev = nullptr;      // the device of its address, once known
   std::vector<std::pair<Device*, int>> bindings;  // (device, binding in its port table)
   uint16_t port = 0;          // bound port, host order
+  uint16_t sid_ps = 0;        // the port space of its service IDs: pub.ps, or what an AF_IB address selected
   bool reuse_addr = false;
   int backlog = 0;
   int outstanding_events = 0;  // queued or handed out, not yet acked
@@ -81,6 +82,12 @@ struct CmId {
   // connection began; another value in its slot later means it died.
   uint32_t peer_agent = 0;
   uint64_t tid = 0;                 // the REQ's, reused by REP and RTU
+  // Enhanced connection establishment: what rdma_set_local_ece gave (an id
+  // without a QP; softverbs' QPs have no vendor options, so for an id with a
+  // QP it stays zero, as rdma-core's ibv_query_ece finds nothing), and what
+  // the peer's REQ or REP carried (vendor ID, AttributeModifier options).
+  ibv_ece local_ece{};
+  ibv_ece remote_ece{};
   bool own_cqs = false;             // rdma_create_qp made the CQs (and their channels)
   // rdma_create_ep on a passive endpoint: the QP each request gets.
   bool ep_has_qp = false;

@@ -99,11 +99,55 @@ bool addr_matches(const sockaddr* bound, const sockaddr* want) {
 
 CmId* find_listener(Device* dev, uint16_t ps, uint16_t port, const sockaddr* dst) {
   for (CmId* id : Agent::get().ids()) {
-    if (id->state != IdState::kListen || id->pub.ps != ps || id->port != port) continue;
+    if (id->state != IdState::kListen || id->sid_ps != ps || id->port != port) continue;
     if (id->dev != nullptr && id->dev != dev) continue;
     if (addr_matches(&id->pub.route.addr.src_addr, dst)) return id;
   }
   return nullptr;
+}
+
+// Where a REQ or SIDR_REQ goes: its listener, the new id's addresses, and
+// where the consumer's private data begins.
+struct Target {
+  CmId* listener = nullptr;
+  sockaddr_storage local{};
+  sockaddr_storage remote{};
+  size_t user_at = 0;
+};
+
+// An AF_IB listener takes every request for its service ID and sees all of
+// the private data; its ids' addresses are the GIDs, the local one with
+// the whole service ID (the kernel's cma_match_private_data and
+// cma_save_ib_info). Any other listener needs the CMA header (IP addresses).
+Target target_of(Device* dev, uint64_t service_id, const uint8_t* priv, const ibv_gid& local_gid,
+                 const ibv_gid& remote_gid) {
+  Target t;
+  const auto ps = static_cast<uint16_t>(service_id >> 16);
+  const auto port = static_cast<uint16_t>(service_id);
+  for (CmId* id : Agent::get().ids()) {
+    if (id->state != IdState::kListen || id->sid_ps != ps || id->port != port) continue;
+    if ((id->dev != nullptr && id->dev != dev) || id->pub.route.addr.src_addr.sa_family != AF_IB) continue;
+    const auto* bound = reinterpret_cast<const sockaddr_ib*>(&id->pub.route.addr.src_addr);
+    auto* l = reinterpret_cast<sockaddr_ib*>(&t.local);
+    auto* r = reinterpret_cast<sockaddr_ib*>(&t.remote);
+    l->sib_family = r->sib_family = AF_IB;
+    l->sib_pkey = r->sib_pkey = bound->sib_pkey != 0 ? bound->sib_pkey : htobe16(0xffff);
+    std::memcpy(&l->sib_addr, local_gid.raw, 16);
+    std::memcpy(&r->sib_addr, remote_gid.raw, 16);
+    l->sib_sid = htobe64(service_id);
+    l->sib_sid_mask = htobe64(~uint64_t{0});
+    t.listener = id;
+    return t;
+  }
+  const wc::CmaHeader cma = wc::CmaHeader::decode(priv);
+  if (cma.cma_version != wc::CmaHeader::kVersion || (cma.ip_version != 4 && cma.ip_version != 6)) return t;
+  fill_sockaddr(cma, false, &t.local);
+  fill_sockaddr(cma, true, &t.remote);
+  t.listener = find_listener(dev, ps, port, reinterpret_cast<sockaddr*>(&t.local));
+  set_port(reinterpret_cast<sockaddr*>(&t.local), port);
+  set_port(reinterpret_cast<sockaddr*>(&t.remote), cma.src_port);
+  t.user_at = wc::CmaHeader::kBytes;
+  return t;
 }
 
 void fill_conn(rdma_conn_param& c, uint8_t resp, uint8_t depth, bool flow, uint8_t retry, uint8_t rnr, bool srq,
@@ -166,15 +210,12 @@ void handle_req(Device* dev, const wc::MadHeader& hdr, const uint8_t* mad, const
     }
     return;  // a duplicate
   }
-  const auto ps = static_cast<uint16_t>(req.service_id >> 16);
   const auto port = static_cast<uint16_t>(req.service_id);
-  const wc::CmaHeader cma = wc::CmaHeader::decode(req.private_data.data());
-  sockaddr_storage local{}, remote{};
-  fill_sockaddr(cma, false, &local);
-  fill_sockaddr(cma, true, &remote);
-  CmId* listener = cma.cma_version == wc::CmaHeader::kVersion
-                       ? find_listener(dev, ps, port, reinterpret_cast<sockaddr*>(&local))
-                       : nullptr;
+  ibv_gid ours{}, theirs{};
+  std::memcpy(ours.raw, req.primary.remote_gid.data(), 16);
+  std::memcpy(theirs.raw, req.primary.local_gid.data(), 16);
+  Target t = target_of(dev, req.service_id, req.private_data.data(), ours, theirs);
+  CmId* listener = t.listener;
   if (listener == nullptr) {
     SV_LOG(kDebug, "CM: REQ for service 0x%llx: no listener, rejected",
            static_cast<unsigned long long>(req.service_id));
@@ -190,18 +231,19 @@ void handle_req(Device* dev, const wc::MadHeader& hdr, const uint8_t* mad, const
   id->pub.verbs = dev->ctx;
   id->pub.pd = dev->pd;
   id->pub.port_num = 1;
-  set_port(reinterpret_cast<sockaddr*>(&local), port);
-  set_port(reinterpret_cast<sockaddr*>(&remote), cma.src_port);
-  std::memcpy(&id->pub.route.addr.src_storage, &local, sizeof local);
-  std::memcpy(&id->pub.route.addr.dst_storage, &remote, sizeof remote);
+  std::memcpy(&id->pub.route.addr.src_storage, &t.local, sizeof t.local);
+  std::memcpy(&id->pub.route.addr.dst_storage, &t.remote, sizeof t.remote);
   id->dev = dev;
   id->port = port;
+  id->sid_ps = listener->sid_ps;
   id->state = IdState::kReqReceived;
   id->listener = listener;
   id->remote_comm_id = req.local_comm_id;
   id->remote_ca_guid = req.local_ca_guid;
   id->remote_qpn = req.local_qpn;
   id->remote_psn = req.starting_psn;
+  id->remote_ece.vendor_id = req.vendor_id;
+  id->remote_ece.options = hdr.attr_mod;
   // Chosen now: a consumer that moves its own QP (rdma_init_qp_attr) does so
   // before rdma_accept, whose REP then carries the same PSN.
   id->local_psn = random_psn();
@@ -229,8 +271,8 @@ void handle_req(Device* dev, const wc::MadHeader& hdr, const uint8_t* mad, const
   id->pub.route.num_paths = 1;
   Agent::get().add(id);
   id->local_comm_id = Agent::get().new_comm_id(dev, id);
-  Event* ev = new_event(id, RDMA_CM_EVENT_CONNECT_REQUEST, 0, req.private_data.data() + wc::CmaHeader::kBytes,
-                        wc::Req::kPrivateBytes - wc::CmaHeader::kBytes, listener);
+  Event* ev = new_event(id, RDMA_CM_EVENT_CONNECT_REQUEST, 0, req.private_data.data() + t.user_at,
+                        wc::Req::kPrivateBytes - t.user_at, listener);
   fill_conn(ev->pub.param.conn, req.initiator_depth, req.responder_resources, req.end_to_end_flow_control,
             req.retry_count, req.rnr_retry_count, req.srq, req.local_qpn);
   post(id, ev);
@@ -259,6 +301,8 @@ void handle_rep(Device* dev, const wc::MadHeader& hdr, const uint8_t* mad, const
   id->remote_ca_guid = rep.local_ca_guid;
   id->remote_qpn = rep.local_qpn;
   id->remote_psn = rep.starting_psn;
+  id->remote_ece.vendor_id = rep.vendor_id;
+  id->remote_ece.options = hdr.attr_mod;
   id->responder_resources = std::min(id->responder_resources, rep.initiator_depth);
   id->initiator_depth = std::min(id->initiator_depth, rep.responder_resources);
   id->rnr_retry_count = rep.rnr_retry_count;
@@ -300,13 +344,9 @@ void handle_sidr_req(Device* dev, const wc::MadHeader& hdr, const uint8_t* mad, 
     if (id->state != IdState::kReqReceived) dev->ep->send(peer, id->last_mad);
     return;  // a duplicate: answered again, or still waiting for the consumer
   }
-  const auto ps = static_cast<uint16_t>(q.service_id >> 16);
   const auto port = static_cast<uint16_t>(q.service_id);
-  const wc::CmaHeader cma = wc::CmaHeader::decode(q.private_data.data());
-  sockaddr_storage local{}, remote{};
-  fill_sockaddr(cma, false, &local);
-  fill_sockaddr(cma, true, &remote);
-  CmId* listener = find_listener(dev, ps, port, reinterpret_cast<sockaddr*>(&local));
+  Target t = target_of(dev, q.service_id, q.private_data.data(), dev->gid, peer.gid);
+  CmId* listener = t.listener;
   if (listener == nullptr) {
     wc::SidrRep rep;
     rep.request_id = q.request_id;
@@ -326,12 +366,11 @@ void handle_sidr_req(Device* dev, const wc::MadHeader& hdr, const uint8_t* mad, 
   id->pub.verbs = dev->ctx;
   id->pub.pd = dev->pd;
   id->pub.port_num = 1;
-  set_port(reinterpret_cast<sockaddr*>(&local), port);
-  set_port(reinterpret_cast<sockaddr*>(&remote), cma.src_port);
-  std::memcpy(&id->pub.route.addr.src_storage, &local, sizeof local);
-  std::memcpy(&id->pub.route.addr.dst_storage, &remote, sizeof remote);
+  std::memcpy(&id->pub.route.addr.src_storage, &t.local, sizeof t.local);
+  std::memcpy(&id->pub.route.addr.dst_storage, &t.remote, sizeof t.remote);
   id->dev = dev;
   id->port = port;
+  id->sid_ps = listener->sid_ps;
   id->state = IdState::kReqReceived;
   id->sidr_passive = true;
   id->listener = listener;
@@ -339,8 +378,8 @@ void handle_sidr_req(Device* dev, const wc::MadHeader& hdr, const uint8_t* mad, 
   id->peer = peer;
   id->tid = hdr.tid;
   Agent::get().add(id);
-  Event* ev = new_event(id, RDMA_CM_EVENT_CONNECT_REQUEST, 0, q.private_data.data() + wc::CmaHeader::kBytes,
-                        wc::SidrReq::kPrivateBytes - wc::CmaHeader::kBytes, listener);
+  Event* ev = new_event(id, RDMA_CM_EVENT_CONNECT_REQUEST, 0, q.private_data.data() + t.user_at,
+                        wc::SidrReq::kPrivateBytes - t.user_at, listener);
   post(id, ev);
 }
 

@@ -1,6 +1,7 @@
 // rsockets' control path: socket/bind/listen/accept/connect and the CM
 // events behind them, the connection's resources, shutdown and close.
 #include <fcntl.h>
+#include <infiniband/ib.h>
 #include <netinet/in.h>
 #include <sys/mman.h>
 #include <unistd.h>
@@ -15,6 +16,7 @@
 #include "cm/rsocket.h"
 #include "cm/rsocket_dgram.h"
 #include "util/log.h"
+#include "wire/cma_hdr.h"
 
 namespace softverbs::cm {
 namespace rsimpl {
@@ -52,11 +54,22 @@ void connect_failed(Rsocket* rs, int err) {
   rs->err = err;
 }
 
+// An AF_IB REQ has no CMA header, so rdma-core's rsocket leaves room for
+// one (struct ib_connect_hdr) before its data; its listener reads past it.
+size_t conn_data_offset(const rdma_cm_id* id) {
+  return id->route.addr.src_addr.sa_family == AF_IB ? wire::cm::CmaHeader::kBytes : 0;
+}
+
 // After ROUTE_RESOLVED: the QP, the buffers, and the REQ with our data.
 void send_req(Rsocket* rs) {
   if (create_ep(rs) != 0) return connect_failed(rs, errno);
-  uint8_t pd[rsproto::kConnDataLen];
-  rdma_conn_param param = conn_param(rs, pd);
+  uint8_t data[rsproto::kConnDataLen];
+  rdma_conn_param param = conn_param(rs, data);
+  uint8_t pd[wire::cm::CmaHeader::kBytes + rsproto::kConnDataLen]{};
+  const size_t at = conn_data_offset(rs->id);
+  std::memcpy(pd + at, data, sizeof data);
+  param.private_data = pd;
+  param.private_data_len = static_cast<uint8_t>(at + rsproto::kConnDataLen);
   if (connect(rs->id, &param) != 0) return connect_failed(rs, errno);
   rs->state = kRsConnecting;
 }
@@ -277,9 +290,9 @@ int rs_socket(int domain, int type, int protocol) {
       (protocol == 0 || protocol == IPPROTO_UDP)) {
     return ds_socket(domain, type);
   }
-  if ((domain != AF_INET && domain != AF_INET6) || socket_type != SOCK_STREAM ||
+  if ((domain != AF_INET && domain != AF_INET6 && domain != AF_IB) || socket_type != SOCK_STREAM ||
       (protocol != 0 && protocol != IPPROTO_TCP)) {
-    // AF_IB rsockets are not offered yet; other types are not rsockets.
+    // AF_IB datagram rsockets: rdma-core has none either (they ride a UDP socket).
     return fail(domain == AF_INET || domain == AF_INET6 || domain == AF_IB ? ENOTSUP : EAFNOSUPPORT);
   }
   Agent::get().contexts();
@@ -346,12 +359,11 @@ int rs_connect(int s, const sockaddr* addr, socklen_t len) {
   }
   if ((rs->state & kRsConnected) != 0) return fail(EISCONN);
   if (rs->state != kRsInit && rs->state != kRsBound) return fail(EINVAL);
-  if (addr == nullptr || len < sizeof(sockaddr_in) ||
-      (addr->sa_family != AF_INET && addr->sa_family != AF_INET6) ||
-      (addr->sa_family == AF_INET6 && len < sizeof(sockaddr_in6))) {
-    return fail(addr != nullptr && len >= sizeof(sa_family_t) && addr->sa_family != AF_INET && addr->sa_family != AF_INET6
-                    ? EAFNOSUPPORT
-                    : EINVAL);
+  const auto known = [](sa_family_t f) { return f == AF_INET || f == AF_INET6 || f == AF_IB; };
+  if (addr == nullptr || len < sizeof(sockaddr_in) || !known(addr->sa_family) ||
+      (addr->sa_family == AF_INET6 && len < sizeof(sockaddr_in6)) ||
+      (addr->sa_family == AF_IB && len < sizeof(sockaddr_ib))) {
+    return fail(addr != nullptr && len >= sizeof(sa_family_t) && !known(addr->sa_family) ? EAFNOSUPPORT : EINVAL);
   }
   if (resolve_addr(rs->id, nullptr, addr, 2000) != 0) return -1;
   rs->state = kRsResolvingAddr;
@@ -392,8 +404,9 @@ int rs_accept(int s, sockaddr* addr, socklen_t* len) {
     }
     rdma_cm_id* cid = ev->id;
     uint8_t req[rsproto::kConnDataLen];
-    const bool ok = ev->param.conn.private_data != nullptr && ev->param.conn.private_data_len >= sizeof req;
-    if (ok) std::memcpy(req, ev->param.conn.private_data, sizeof req);
+    const size_t at = conn_data_offset(ls->id);
+    const bool ok = ev->param.conn.private_data != nullptr && ev->param.conn.private_data_len >= at + sizeof req;
+    if (ok) std::memcpy(req, static_cast<const uint8_t*>(ev->param.conn.private_data) + at, sizeof req);
     ack_event(ev);
 
     auto* rs = new (std::nothrow) Rsocket();

@@ -2,6 +2,7 @@
 // IPPROTO_TCP, IPPROTO_IPV6 and SOL_RDMA as rdma-core defines them), rfcntl,
 // rgetpeername/rgetsockname.
 #include <fcntl.h>
+#include <infiniband/ib.h>
 #include <netinet/in.h>
 #include <netinet/tcp.h>
 #include <rdma/rsocket.h>
@@ -45,7 +46,9 @@ void set_bit(uint64_t* opts, int name, bool on) {
 
 int copy_addr(const sockaddr* src, sockaddr* dst, socklen_t* len) {
   if (dst == nullptr || len == nullptr) return fail(EFAULT);
-  const socklen_t size = src->sa_family == AF_INET6 ? sizeof(sockaddr_in6) : sizeof(sockaddr_in);
+  const socklen_t size = src->sa_family == AF_IB    ? sizeof(sockaddr_ib)
+                         : src->sa_family == AF_INET6 ? sizeof(sockaddr_in6)
+                                                      : sizeof(sockaddr_in);
   std::memcpy(dst, src, std::min(size, *len));
   *len = size;
   return 0;
@@ -243,7 +246,7 @@ int rs_getsockname(int s, sockaddr* addr, socklen_t* len) {
   if (rs->dg != nullptr) return getsockname(rs->dg->udp_sock, addr, len);
   sockaddr_storage any{};
   const sockaddr* src = &rs->id->route.addr.src_addr;
-  if (src->sa_family != AF_INET && src->sa_family != AF_INET6) {
+  if (src->sa_family != AF_INET && src->sa_family != AF_INET6 && src->sa_family != AF_IB) {
     any.ss_family = sa_family_t(rs->domain);
     src = reinterpret_cast<const sockaddr*>(&any);
   }

@@ -230,7 +230,10 @@ int GsiTable::listener_slot(uint16_t ps, uint16_t port, const TableAddr& addr) {
   for (const auto& b : layout_->bindings) {
     if (b.pid == 0 || !b.listening || b.ps != ps || b.port != port || !alive(b.pid)) continue;
     if (b.addr == addr) return b.slot;
-    if (b.addr.wildcard()) wildcard = b.slot;
+    // An IB address (AF_IB) listens for every request to its service ID,
+    // as the kernel's cma matches it: a REQ from an AF_IB id has no CMA
+    // header to name an address.
+    if (b.addr.wildcard() || b.addr.family == kFamilyIb) wildcard = b.slot;
   }
   return wildcard;
 }

@@ -36,8 +36,10 @@ namespace softverbs::shm {
 
 // An address as the table keeps it: family and 16 bytes (IPv4 in the last 4,
 // as the CMA header holds it; all zero is the wildcard).
+inline constexpr uint8_t kFamilyIb = 27;  // AF_IB: a GID in `bytes`
+
 struct TableAddr {
-  uint8_t family = 0;  // AF_INET or AF_INET6
+  uint8_t family = 0;  // AF_INET, AF_INET6 or kFamilyIb
   std::array<uint8_t, 16> bytes{};
   bool wildcard() const;
   friend bool operator==(const TableAddr&, const TableAddr&) = default;

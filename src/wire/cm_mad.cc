@@ -104,6 +104,7 @@ static_assert(AlternatePath::LocalAckTimeout::kEnd == kMadHeaderBytes + 140);
 
 namespace req {
 using LocalCommId = CmBeField<0, 4>;
+using VendorId = CmField<5, 0, 24>;
 using ServiceId = CmBeField<8, 8>;
 using LocalCaGuid = CmBeField<16, 8>;
 using LocalQkey = CmBeField<28, 4>;
@@ -133,8 +134,11 @@ using LocalCommId = CmBeField<0, 4>;
 using RemoteCommId = CmBeField<4, 4>;
 using LocalQkey = CmBeField<8, 4>;
 using LocalQpn = CmField<12, 0, 24>;
+using VendorIdHigh = CmBeField<15, 1>;
 using LocalEecn = CmField<16, 0, 24>;
+using VendorIdMid = CmBeField<19, 1>;
 using StartingPsn = CmField<20, 0, 24>;
+using VendorIdLow = CmBeField<23, 1>;
 using ResponderResources = CmBeField<24, 1>;
 using InitiatorDepth = CmBeField<25, 1>;
 using TargetAckDelay = CmField<26, 0, 5>;
@@ -156,6 +160,7 @@ void encode(const MadHeader& hdr, const Req& m, uint8_t* out) {
   using namespace req;
   begin<Req>(hdr, out);
   LocalCommId::set(out, m.local_comm_id);
+  VendorId::set(out, m.vendor_id);
   ServiceId::set(out, m.service_id);
   LocalCaGuid::set(out, m.local_ca_guid);
   LocalQkey::set(out, m.local_qkey);
@@ -186,6 +191,7 @@ Req decode_req(const uint8_t* in) {
   using namespace req;
   Req m;
   m.local_comm_id = LocalCommId::get(in);
+  m.vendor_id = VendorId::get(in);
   m.service_id = ServiceId::get(in);
   m.local_ca_guid = LocalCaGuid::get(in);
   m.local_qkey = LocalQkey::get(in);
@@ -264,6 +270,9 @@ void encode(const MadHeader& hdr, const Rep& m, uint8_t* out) {
   LocalQpn::set(out, m.local_qpn);
   LocalEecn::set(out, m.local_eecn);
   StartingPsn::set(out, m.starting_psn);
+  VendorIdHigh::set(out, (m.vendor_id >> 16) & 0xff);
+  VendorIdMid::set(out, (m.vendor_id >> 8) & 0xff);
+  VendorIdLow::set(out, m.vendor_id & 0xff);
   ResponderResources::set(out, m.responder_resources);
   InitiatorDepth::set(out, m.initiator_depth);
   TargetAckDelay::set(out, m.target_ack_delay);
@@ -284,6 +293,7 @@ Rep decode_rep(const uint8_t* in) {
   m.local_qpn = LocalQpn::get(in);
   m.local_eecn = LocalEecn::get(in);
   m.starting_psn = StartingPsn::get(in);
+  m.vendor_id = uint32_t(VendorIdHigh::get(in)) << 16 | uint32_t(VendorIdMid::get(in)) << 8 | VendorIdLow::get(in);
   m.responder_resources = ResponderResources::get(in);
   m.initiator_depth = InitiatorDepth::get(in);
   m.target_ack_delay = TargetAckDelay::get(in);
@@ -365,7 +375,11 @@ void encode(const MadHeader& hdr, const SidrRep& m, uint8_t* out) {
   CmBeField<0, 4>::set(out, m.request_id);
   CmBeField<4, 1>::set(out, m.status);
   CmBeField<5, 1>::set(out, m.add_info_length);
+  // Linux writes (vendor_id >> 8) & 0xff into the 16-bit half: the same
+  // bytes for every vendor ID below 2^16 (all of IEEE's OUIs in use here).
+  CmBeField<6, 2>::set(out, (m.vendor_id >> 8) & 0xffff);
   CmField<8, 0, 24>::set(out, m.qpn);
+  CmBeField<11, 1>::set(out, m.vendor_id & 0xff);
   CmBeField<12, 8>::set(out, m.service_id);
   CmBeField<20, 4>::set(out, m.qkey);
   put_bytes<24>(out, m.add_info);
@@ -377,6 +391,7 @@ SidrRep decode_sidr_rep(const uint8_t* in) {
   m.request_id = CmBeField<0, 4>::get(in);
   m.status = CmBeField<4, 1>::get(in);
   m.add_info_length = CmBeField<5, 1>::get(in);
+  m.vendor_id = uint32_t(CmBeField<6, 2>::get(in)) << 8 | CmBeField<11, 1>::get(in);
   m.qpn = CmField<8, 0, 24>::get(in);
   m.service_id = CmBeField<12, 8>::get(in);
   m.qkey = CmBeField<20, 4>::get(in);

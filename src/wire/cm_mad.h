@@ -101,10 +101,14 @@ struct ReqPath {
 };
 
 // Connection request, IBA 12.6.5 table 106.
+// IBA 1.4 gave reserved bits of REQ, REP and SIDR_REP to a 24-bit VendorID:
+// with the header's AttributeModifier it carries Enhanced Connection
+// Establishment (ECE) options, as Linux's cm.c places them.
 struct Req {
   static constexpr AttrId kAttr = AttrId::kReq;
   static constexpr size_t kPrivateBytes = 92;
   uint32_t local_comm_id = 0;
+  uint32_t vendor_id = 0;            // 24 bits (ECE)
   uint64_t service_id = 0;
   uint64_t local_ca_guid = 0;
   uint32_t local_qkey = 0;
@@ -206,6 +210,7 @@ struct Rep {
   uint32_t local_qpn = 0;          // 24 bits
   uint32_t local_eecn = 0;         // 24 bits
   uint32_t starting_psn = 0;       // 24 bits
+  uint32_t vendor_id = 0;          // 24 bits (ECE), a byte after each of the three above
   uint8_t responder_resources = 0;
   uint8_t initiator_depth = 0;
   uint8_t target_ack_delay = 0;    // 5 bits
@@ -269,6 +274,7 @@ struct SidrRep {
   uint32_t request_id = 0;
   uint8_t status = 0;
   uint8_t add_info_length = 0;
+  uint32_t vendor_id = 0;  // 24 bits (ECE): the top 16 before the QPN, the low 8 after it
   uint32_t qpn = 0;  // 24 bits
   uint64_t service_id = 0;
   uint32_t qkey = 0;

@@ -247,6 +247,50 @@ TEST(CmMad, SidrGoldenBytes) {
   EXPECT_EQ(decode_sidr_rep(got.data()), p);
 }
 
+// ECE (IBA 1.4's VendorID, Linux cm.c): 24 bits in REQ bytes 5..7, in REP
+// the byte after each of QPN, EECN and PSN, in SIDR_REP bytes 6..7 and 11;
+// the options travel in the header's AttributeModifier.
+TEST(CmMad, EceGoldenBytes) {
+  MadHeader h = header();
+  h.attr_mod = 0x80000001;
+  Req q;
+  q.local_comm_id = 0x11223344;
+  q.vendor_id = 0xabcdef;
+  Mad want = golden_header(0x0010);
+  put(want, 20, {0x80, 0, 0, 0x01});
+  put(want, 24, {0x11, 0x22, 0x33, 0x44, 0x00, 0xab, 0xcd, 0xef});
+  Mad got;
+  got.fill(0xee);
+  encode(h, q, got.data());
+  expect_same(got, want);
+  EXPECT_EQ(decode_req(got.data()), q);
+  EXPECT_EQ(MadHeader::decode(got.data()).attr_mod, 0x80000001u);
+
+  Rep p;
+  p.local_qpn = 0x123456;
+  p.local_eecn = 0x0;
+  p.starting_psn = 0x654321;
+  p.vendor_id = 0x0002c9;
+  want = golden_header(0x0013);
+  put(want, 20, {0x80, 0, 0, 0x01});
+  put(want, 36, {0x12, 0x34, 0x56, 0x00, 0, 0, 0, 0x02, 0x65, 0x43, 0x21, 0xc9});
+  got.fill(0xee);
+  encode(h, p, got.data());
+  expect_same(got, want);
+  EXPECT_EQ(decode_rep(got.data()), p);
+
+  SidrRep s;
+  s.qpn = 0x000123;
+  s.vendor_id = 0x0015b3;
+  want = golden_header(0x0018);
+  put(want, 20, {0x80, 0, 0, 0x01});
+  put(want, 28, {0, 0, 0x00, 0x15, 0x00, 0x01, 0x23, 0xb3});
+  got.fill(0xee);
+  encode(h, s, got.data());
+  expect_same(got, want);
+  EXPECT_EQ(decode_sidr_rep(got.data()), s);
+}
+
 TEST(CmMad, CmaHeaderIpv4) {
   CmaHeader h;
   h.ip_version = 4;

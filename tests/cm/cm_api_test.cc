@@ -257,25 +257,89 @@ TEST_F(CmApi, PrivateDataOverTheIbaLimitsIsEinval) {
   }
 }
 
-TEST_F(CmApi, EceIsNeverNegotiatedAndItsRejectSaysSo) {
+TEST_F(CmApi, EceCallsCheckTheirArgumentsAsRdmaCore) {
   listen();
   resolve_client();
   ibv_ece ece{};
+  EXPECT_EQ(rdma_set_local_ece(client_, nullptr), -1);
+  EXPECT_EQ(errno, EINVAL);
+  EXPECT_EQ(rdma_get_remote_ece(client_, nullptr), -1);
+  EXPECT_EQ(errno, EINVAL);
   EXPECT_EQ(rdma_set_local_ece(client_, &ece), -1) << "vendor ID 0";
   EXPECT_EQ(errno, EINVAL);
   ece.vendor_id = 0x15b3;
-  EXPECT_EQ(rdma_set_local_ece(client_, &ece), -1) << "an id with a QP";
+  ece.comp_mask = 1;
+  EXPECT_EQ(rdma_set_local_ece(client_, &ece), -1) << "an unknown comp_mask bit";
+  EXPECT_EQ(errno, EINVAL);
+  ece.comp_mask = 0;
+  EXPECT_EQ(rdma_set_local_ece(client_, &ece), -1) << "an id with a QP the CM manages";
+  EXPECT_EQ(errno, EINVAL);
+  EXPECT_EQ(rdma_get_remote_ece(client_, &ece), -1) << "an id with a QP the CM manages";
+  EXPECT_EQ(errno, EINVAL);
   ASSERT_EQ(rdma_connect(client_, nullptr), 0);
   rdma_cm_id* child = take_request();
   ASSERT_NE(child, nullptr);
   ibv_ece remote{0xff, 0xff, 0xff};
   ASSERT_EQ(rdma_get_remote_ece(child, &remote), 0);
-  EXPECT_EQ(remote.vendor_id, 0u) << "the peer offered none";
+  EXPECT_EQ(remote.vendor_id, 0u) << "a QP the CM manages offers none (softverbs has no vendor options)";
+  EXPECT_EQ(remote.options, 0u);
+  EXPECT_EQ(remote.comp_mask, 0u);
   ASSERT_EQ(rdma_reject_ece(child, nullptr, 0), 0);
   if (rdma_cm_event* ev = expect_event(client_ch_, RDMA_CM_EVENT_REJECTED)) {
     EXPECT_EQ(ev->status, 35) << "IBA table 109: vendor option not supported";
     rdma_ack_cm_event(ev);
   }
+}
+
+// External QPs on both sides (rdma_set_local_ece(3)'s flow): the active
+// side's ECE reaches the passive side in the REQ, the options it accepts
+// come back in the REP.
+TEST_F(CmApi, EceTravelsInTheReqAndTheRep) {
+  listen();
+  resolve_client(/*with_qp=*/false);
+  ibv_cq* cq = ibv_create_cq(client_->verbs, 4, nullptr, nullptr, 0);
+  ASSERT_NE(cq, nullptr);
+  ibv_qp_init_attr init{};
+  init.send_cq = init.recv_cq = cq;
+  init.cap.max_send_wr = init.cap.max_recv_wr = 2;
+  init.cap.max_send_sge = init.cap.max_recv_sge = 1;
+  init.qp_type = IBV_QPT_RC;
+  ibv_qp* cqp = ibv_create_qp(client_->pd, &init);
+  ibv_qp* sqp = ibv_create_qp(client_->pd, &init);
+  ASSERT_NE(cqp, nullptr);
+  ASSERT_NE(sqp, nullptr);
+  ibv_ece mine{0x0002c9, 0x80000007, 0};
+  ASSERT_EQ(rdma_set_local_ece(client_, &mine), 0) << std::strerror(errno);
+  rdma_conn_param cp{};
+  cp.qp_num = cqp->qp_num;
+  ASSERT_EQ(rdma_connect(client_, &cp), 0);
+  rdma_cm_id* child = take_request();
+  ASSERT_NE(child, nullptr);
+  ibv_ece got{};
+  ASSERT_EQ(rdma_get_remote_ece(child, &got), 0);
+  EXPECT_EQ(got.vendor_id, 0x0002c9u);
+  EXPECT_EQ(got.options, 0x80000007u);
+  ibv_ece accepted{0x0002c9, 0x80000005, 0};  // a subset of what was offered
+  ASSERT_EQ(rdma_set_local_ece(child, &accepted), 0);
+  rdma_conn_param ap{};
+  ap.qp_num = sqp->qp_num;
+  ASSERT_EQ(rdma_accept(child, &ap), 0);
+  if (rdma_cm_event* ev = expect_event(client_ch_, RDMA_CM_EVENT_CONNECT_RESPONSE)) {
+    EXPECT_EQ(ev->param.conn.qp_num, sqp->qp_num);
+    rdma_ack_cm_event(ev);
+  }
+  got = {};
+  ASSERT_EQ(rdma_get_remote_ece(client_, &got), 0);
+  EXPECT_EQ(got.vendor_id, 0x0002c9u);
+  EXPECT_EQ(got.options, 0x80000005u);
+  ASSERT_EQ(rdma_establish(client_), 0);
+  expect_and_ack(server_ch_, RDMA_CM_EVENT_ESTABLISHED);
+  ASSERT_EQ(rdma_disconnect(client_), 0);
+  expect_and_ack(client_ch_, RDMA_CM_EVENT_DISCONNECTED);
+  expect_and_ack(server_ch_, RDMA_CM_EVENT_DISCONNECTED);
+  ibv_destroy_qp(cqp);
+  ibv_destroy_qp(sqp);
+  ibv_destroy_cq(cq);
 }
 
 TEST_F(CmApi, NobodyListeningIsRejectedWithInvalidServiceId) {

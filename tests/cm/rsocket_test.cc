@@ -275,6 +275,8 @@ TEST(Rsocket, ErrorsASocketProgramExpects) {
   EXPECT_EQ(EAFNOSUPPORT, errno);
   EXPECT_EQ(-1, rsocket(AF_INET, SOCK_STREAM, IPPROTO_UDP));
   EXPECT_EQ(ENOTSUP, errno);
+  EXPECT_EQ(-1, rsocket(AF_IB, SOCK_DGRAM, 0)) << "datagram rsockets ride a UDP socket: no AF_IB (nor in rdma-core)";
+  EXPECT_EQ(ENOTSUP, errno);
   char b;
   EXPECT_EQ(-1, rrecv(12345, &b, 1, 0));
   EXPECT_EQ(EBADF, errno);

@@ -50,6 +50,11 @@
 #                      that byte; a placement that stores a byte twice (as
 #                      glibc's AVX-512 memcpy does) overwrites it and the run
 #                      stalls (transport/placement_copy.h)
+#   rstream-gid        rstream -f gid: IB addresses (AF_IB, rdma_getaddrinfo's
+#                      RAI_FAMILY), the server bound to softverbs0's GID
+#                      (-b), the client to it (-s); -T v then -T a -T v,
+#                      data checked on both sides
+#   riostream-gid      the same with riostream (riomap, riowrite)
 #   udpong             udpong (datagram rsockets, rdma-core's ds_* protocol
 #                      over UD QPs) on 127.0.0.1: echoed datagrams of 64,
 #                      1000 and 1536 bytes with non-blocking calls (the
@@ -246,23 +251,34 @@ case $scenario in
     echo "rdma_server / rdma_client: end 0 on both"
     rm -f "$slog" "$clog"
     ;;
-  rstream|rstream-verify|rstream-async|rstream-blocking|riostream)
+  rstream|rstream-verify|rstream-async|rstream-blocking|riostream|rstream-gid|riostream-gid)
     prog=rstream
+    # Where the server listens and the client connects: the loopback
+    # address, or softverbs0's GID as an IB address.
+    server_at=() client_at=(-s 127.0.0.1)
     case $scenario in
       rstream) opts=() ;;
       rstream-verify) opts=(-T v -C 1000 -S 100000) ;;
       rstream-async) opts=(-T a -T v -C 200 -S 100000) ;;
       rstream-blocking) opts=(-T b -T v -B 4096 -C 1000 -S 10000) ;;
       riostream) prog=riostream opts=(-T v -C 1000 -S 100000) ;;
+      rstream-gid|riostream-gid)
+        [ $scenario = riostream-gid ] && prog=riostream
+        opts=(-T v -C 1000 -S 100000)
+        command -v ibv_devinfo >/dev/null || { echo "ibverbs-utils is not installed"; exit 77; }
+        gid=$(timeout 30 ibv_devinfo -v -d softverbs0 | awk '/GID\[ *0\]:/ {print $NF; exit}')
+        [ -n "$gid" ] || fail "no GID for softverbs0 in ibv_devinfo -v"
+        server_at=(-f gid -b "$gid") client_at=(-f gid -s "$gid")
+        ;;
     esac
     rstream_pair() {
       slog=$(mktemp) clog=$(mktemp)
-      timeout ${rs_timeout:-240} $prog -p $port "$@" >"$slog" 2>&1 &
+      timeout ${rs_timeout:-240} $prog "${server_at[@]}" -p $port "$@" >"$slog" 2>&1 &
       spid=$!
       pids+=("$spid")
       ok=0
       for _ in $(seq 100); do
-        if timeout ${rs_timeout:-240} $prog -s 127.0.0.1 -p $port "$@" >"$clog" 2>&1; then ok=1; break; fi
+        if timeout ${rs_timeout:-240} $prog "${client_at[@]}" -p $port "$@" >"$clog" 2>&1; then ok=1; break; fi
         # Nobody listens yet: rconnect (or, non-blocking, rpoll) says so.
         grep -qE '^(rconnect|rpoll): Connection refused' "$clog" || break
         sleep 0.1
@@ -277,10 +293,11 @@ case $scenario in
         [ "$(grep -cE "$pat[0-9.]+[kmg]? +[0-9.]+[kmg]? +[0-9.]+[kmg]? +[0-9.]+[kmg]? +[0-9.]+s" "$f")" -eq $want ] ||
           fail "$prog $* printed: $(cat "$f")"
       done
-      echo "$prog $*:"; tail -n $want "$clog"
+      echo "$prog ${client_at[*]} $*:"; tail -n $want "$clog"
       rm -f "$slog" "$clog"
     }
     rstream_pair "${opts[@]}"
+    if [ -n "${gid:-}" ]; then rstream_pair -T a -T v -C 100 -S 100000; fi
     # Transfers larger than the receive buffer (each 4 MB one crosses it
     # several times), checked.
     if [ "$scenario" = rstream-verify ]; then rstream_pair -T v -C 10 -S 4194304; fi

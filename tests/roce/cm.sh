@@ -22,6 +22,11 @@
 #   peer-exits a client (tests/cm/exit_connected, the 3rd argument) exits
 #              while connected to an rping server on the other host: the
 #              server gets DISCONNECTED at once (the DREQ sent at exit)
+#   ece       ECE across the veth pair (tests/cm/ece_pair, the 3rd
+#              argument, external QPs): the client's vendor ID and options
+#              reach the server in the REQ, the options it accepts come back
+#              in the REP; the REQ and REP captured on A's veth carry them
+#              at the bytes Linux's cm.c puts them (IPv4)
 #   mckey      mckey -m 239.1.2.3: a server in A of two ids joined to the
 #              group (the IPv4-mapped MGID ::ffff:239.1.2.3, an IP group
 #              on the veth) each receives the 10 datagrams a sender in B
@@ -36,7 +41,8 @@
 #              (rpoll) across the veth pair, IPv4 then IPv6: data checked
 #              on both sides; riostream -T v (riowrite into the peer's
 #              window) likewise, and riostream's 64-byte latency loop
-#              (IPv4)
+#              (IPv4); rstream -f gid (AF_IB) refused on the RoCE port
+#              (ENODEV), as the kernel's cma
 #   udpong     udpong (datagram rsockets over UD QPs) across the veth pair,
 #              IPv4 then IPv6: echoed datagrams of 64 and 1536 bytes with
 #              non-blocking calls, through rpoll and blocking, and a
@@ -254,6 +260,13 @@ case $scenario in
       rstream -s "$ADDR6_A" -p $port -T v -C 200 -S 100000
     pair "riostream -T v (IPv6)" 'Connection refused' '^custom ' riostream -b "$ADDR6_A" -p $port -T v -C 200 -S 100000 -- \
       riostream -s "$ADDR6_A" -p $port -T v -C 200 -S 100000
+    # An IB address (rstream -f gid) on a RoCE port: the kernel's cma binds
+    # AF_IB only on ports with the InfiniBand protocol (ENODEV), and so do we.
+    if in_a env "${env_a[@]}" timeout 30 rstream -f gid -b "$ADDR6_A" -p $port -C 1 -S 100 > "$work/gid.out" 2>&1; then
+      fail "rstream -f gid bound on softverbs_roce0: $(cat "$work/gid.out")"
+    fi
+    grep -q '^rbind: No such device' "$work/gid.out" || fail "rstream -f gid on RoCE: $(cat "$work/gid.out")"
+    echo "rstream -f gid on softverbs_roce0: rbind fails with ENODEV, as the kernel's cma"
     ;;
   udpong)
     # udpong's server serves until killed; a client logs in (over UDP, until
@@ -352,6 +365,29 @@ case $scenario in
     grep -q 'RDMA_CM_EVENT_REJECTED, error 8' "$work/client2.out" || fail "expected REJECTED (8): $(cat "$work/client2.out")"
     grep -qE 'RDMA_CM_EVENT_(UNREACHABLE|REJECTED)' "$work/client.out" || fail "expected UNREACHABLE: $(cat "$work/client.out")"
     echo "no agent in A: $(grep -oE 'RDMA_CM_EVENT_[A-Z_]+' "$work/client.out" | head -1) after $ms ms; an agent but no listener on the port: REJECTED (8)"
+    ;;
+  ece)
+    helper=$3
+    pcap=$work/ece.pcap
+    capture_start "udp port 4791" "$pcap"
+    READY='^listening' pair "ECE (ece_pair)" 'REJECTED, status 8' 'ece negotiated' "$helper" server "$ADDR_A" $port -- \
+      "$helper" client "$ADDR_A" $port
+    capture_stop "$pcap"
+    grep -q '^remote ece: vendor 0x0002c9 options 0x80000007$' "$work/server.out" || fail "server: $(cat "$work/server.out")"
+    grep -q '^remote ece: vendor 0x0002c9 options 0x80000005$' "$work/client.out" || fail "client: $(cat "$work/client.out")"
+    # On the wire: the options in the AttributeModifier, the vendor ID in
+    # the REQ's bytes 5..7 and after the REP's QPN, EECN and PSN (the MAD
+    # starts 62 bytes into the frame: Ethernet, IPv4, UDP, BTH, DETH).
+    for m in 0x0010:0x80000007:29:3 0x0013:0x80000005:39:1; do
+      IFS=: read -r attr mod at _ <<< "$m"
+      got=$(tshark -n -r "$pcap" -Y "infiniband.mad.attributeid == $attr" -T fields -e infiniband.mad.attributemodifier 2> /dev/null | sort -u)
+      [ "$got" = "$mod" ] || fail "attribute $attr's modifier: '$got', want $mod"
+    done
+    req=$(tshark -n -r "$pcap" -Y 'infiniband.mad.attributeid == 0x0010' -x 2> /dev/null | python3 "$here/ece_bytes.py" req)
+    rep=$(tshark -n -r "$pcap" -Y 'infiniband.mad.attributeid == 0x0013' -x 2> /dev/null | python3 "$here/ece_bytes.py" rep)
+    [ "$req" = 0x0002c9 ] || fail "REQ's VendorID bytes: '$req'"
+    [ "$rep" = 0x0002c9 ] || fail "REP's VendorID bytes: '$rep'"
+    echo "REQ and REP on the wire: VendorID $req, AttributeModifier 0x80000007 / 0x80000005"
     ;;
   capture)
     pcap=$work/cm.pcap

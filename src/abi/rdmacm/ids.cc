@@ -1,5 +1,7 @@
 // rdma_cm_id calls: addresses, routes, connections.
 #include <arpa/inet.h>
+#include <endian.h>
+#include <infiniband/ib.h>
 #include <rdma/rdma_cma.h>
 
 #include <cerrno>
@@ -26,24 +28,10 @@ SV_EXPORT int rdma_reject(rdma_cm_id* id, const void* data, uint8_t len) { retur
 // IBA table 109's reason 35: the vendor option (the ECE asked for) is not supported.
 SV_EXPORT int rdma_reject_ece(rdma_cm_id* id, const void* data, uint8_t len) { return cm::reject(id, data, len, 35); }
 
-// Enhanced connection establishment: no softverbs device has vendor options,
-// so none is carried. A consumer's own is checked as librdmacm checks it and
-// then has no effect; the peer is reported to have offered none.
-SV_EXPORT int rdma_set_local_ece(rdma_cm_id* id, ibv_ece* ece) {
-  if (id == nullptr || id->qp != nullptr || ece == nullptr || ece->vendor_id == 0 || ece->comp_mask != 0) {
-    errno = EINVAL;
-    return -1;
-  }
-  return 0;
-}
-SV_EXPORT int rdma_get_remote_ece(rdma_cm_id* id, ibv_ece* ece) {
-  if (id == nullptr || id->qp != nullptr || ece == nullptr) {
-    errno = EINVAL;
-    return -1;
-  }
-  *ece = ibv_ece{};
-  return 0;
-}
+// Enhanced connection establishment for external QPs: the REQ carries the
+// active side's, the REP the passive side's (src/cm/api_connect.cc).
+SV_EXPORT int rdma_set_local_ece(rdma_cm_id* id, ibv_ece* ece) { return cm::set_local_ece(id, ece); }
+SV_EXPORT int rdma_get_remote_ece(rdma_cm_id* id, ibv_ece* ece) { return cm::get_remote_ece(id, ece); }
 SV_EXPORT int rdma_establish(rdma_cm_id* id) { return cm::establish(id); }
 SV_EXPORT int rdma_disconnect(rdma_cm_id* id) { return cm::disconnect(id); }
 SV_EXPORT int rdma_notify(rdma_cm_id* id, ibv_event_type event) { return cm::notify(id, event); }
@@ -52,16 +40,21 @@ SV_EXPORT int rdma_set_option(rdma_cm_id* id, int level, int optname, void* optv
   return cm::set_option(id, level, optname, optval, optlen);
 }
 
+namespace {
+
+// librdmacm's ucma_get_port: an IB address's port is its service ID's low
+// 16 bits.
+__be16 port_in(const sockaddr* sa) {
+  if (sa->sa_family == AF_INET) return reinterpret_cast<const sockaddr_in*>(sa)->sin_port;
+  if (sa->sa_family == AF_INET6) return reinterpret_cast<const sockaddr_in6*>(sa)->sin6_port;
+  if (sa->sa_family == AF_IB) {
+    return htons(static_cast<uint16_t>(be64toh(reinterpret_cast<const sockaddr_ib*>(sa)->sib_sid)));
+  }
+  return 0;
+}
+
+}  // namespace
+
 // The ports of the id's addresses, in network order as librdmacm returns them.
-SV_EXPORT __be16 rdma_get_src_port(rdma_cm_id* id) {
-  const sockaddr* sa = &id->route.addr.src_addr;
-  if (sa->sa_family == AF_INET) return reinterpret_cast<const sockaddr_in*>(sa)->sin_port;
-  if (sa->sa_family == AF_INET6) return reinterpret_cast<const sockaddr_in6*>(sa)->sin6_port;
-  return 0;
-}
-SV_EXPORT __be16 rdma_get_dst_port(rdma_cm_id* id) {
-  const sockaddr* sa = &id->route.addr.dst_addr;
-  if (sa->sa_family == AF_INET) return reinterpret_cast<const sockaddr_in*>(sa)->sin_port;
-  if (sa->sa_family == AF_INET6) return reinterpret_cast<const sockaddr_in6*>(sa)->sin6_port;
-  return 0;
-}
+SV_EXPORT __be16 rdma_get_src_port(rdma_cm_id* id) { return port_in(&id->route.addr.src_addr); }
+SV_EXPORT __be16 rdma_get_dst_port(rdma_cm_id* id) { return port_in(&id->route.addr.dst_addr); }

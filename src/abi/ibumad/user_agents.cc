@@ -2,6 +2,7 @@
 
 #include <dirent.h>
 #include <fcntl.h>
+#include <pthread.h>
 #include <sys/file.h>
 #include <sys/socket.h>
 #include <sys/stat.h>
@@ -227,18 +228,27 @@ bool post(pid_t to, const Envelope& e, const uint8_t* record) {
   return sendmsg(self().inbox, &m, MSG_NOSIGNAL) >= 0;
 }
 
+// A forked child owns none of the parent's agents, and must not keep the
+// parent's inbox bound or its registry file locked after the parent dies.
+void before_fork() { self().mu.lock(); }
+void after_fork_in_parent() { self().mu.unlock(); }
+void after_fork_in_child() {
+  Process& me = self();
+  if (me.inbox >= 0) close(me.inbox);
+  if (me.file >= 0) close(me.file);
+  me.inbox = me.file = -1;
+  me.published.clear();
+  me.pid = 0;
+  me.mu.unlock();
+}
+
 }  // namespace
 
 bool ensure_inbox() {
   Process& me = self();
   std::lock_guard<std::mutex> lock(me.mu);
   if (me.pid == getpid() && me.inbox >= 0) return true;
-  if (me.pid != getpid()) {  // a forked child: the parent's agents are not its own
-    me.published.clear();
-    me.file = -1;
-    me.inbox = -1;
-    me.pid = getpid();
-  }
+  me.pid = getpid();
   if (segment() == nullptr) return false;
   const int fd = raw_socket(AF_UNIX, SOCK_DGRAM | SOCK_CLOEXEC, 0);
   if (fd < 0) return false;
@@ -255,10 +265,11 @@ bool ensure_inbox() {
   timeval wait{0, kSendWaitMs * 1000};
   setsockopt(fd, SOL_SOCKET, SO_SNDTIMEO, &wait, sizeof wait);
   me.inbox = fd;
-  static bool at_exit_set = false;
-  if (!at_exit_set) {
-    at_exit_set = true;
+  static bool hooks_set = false;
+  if (!hooks_set) {
+    hooks_set = true;
     std::atexit(remove_own_file);
+    pthread_atfork(before_fork, after_fork_in_parent, after_fork_in_child);
   }
   std::thread([fd] { serve_inbox(fd); }).detach();  // lives as long as the process
   return true;

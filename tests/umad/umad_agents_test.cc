@@ -12,7 +12,9 @@
 
 #include <cerrno>
 #include <chrono>
+#include <cstdlib>
 #include <cstring>
+#include <string>
 #include <vector>
 
 namespace {
@@ -180,28 +182,54 @@ TEST_F(UmadAgents, AnAnswerNobodyWaitsForIsDropped) {
   EXPECT_EQ(umad_recv(client_, got.umad(), &len, 300), -ETIMEDOUT);
 }
 
-// Another process serves the SA: its fd wakes without it calling into the
-// library; once it is killed, requests time out and nothing hangs.
+// The SA served from another process (this binary again, run by the test
+// below, so no thread outlives a fork): it reports on `ready` whether it
+// registered, then blocks in poll() on the bare fd, as opensm's receiver
+// does, and answers every request with three records.
+TEST(UmadAgentsServer, Serve) {
+  const char* ready = getenv("SV_UMAD_SERVE_READY_FD");
+  if (ready == nullptr) GTEST_SKIP() << "run by AnotherProcessServesAndItsDeathTimesOut";
+  const int fd = umad_open_port(nullptr, 0);
+  const int sa = fd < 0 ? -1 : register_sa(fd);
+  const char ok = sa >= 0 ? 'y' : 'n';
+  (void)!write(atoi(ready), &ok, 1);
+  for (;;) {
+    pollfd p{umad_get_fd(fd), POLLIN, 0};
+    if (poll(&p, 1, 10000) <= 0) _exit(1);
+    Buffer got;
+    int len = kMad;
+    if (umad_recv(fd, got.umad(), &len, 0) != sa) continue;
+    Buffer resp = table_response(got.mad(), 3);
+    umad_send(fd, sa, resp.umad(), 56 + 3 * 112, 0, 0);
+  }
+}
+
+// Its fd wakes without it calling into the library; once it is killed,
+// requests time out and nothing hangs.
 TEST_F(UmadAgents, AnotherProcessServesAndItsDeathTimesOut) {
   int ready[2];
   ASSERT_EQ(pipe(ready), 0);
+  // Everything exec needs is made before the fork (the child only execs).
+  std::string ready_var = "SV_UMAD_SERVE_READY_FD=" + std::to_string(ready[1]);
+  std::vector<char*> env;
+  for (char** e = environ; *e != nullptr; ++e) env.push_back(*e);
+  env.push_back(ready_var.data());
+  env.push_back(nullptr);
+  char name[] = "softverbs_umad_tests", filter[] = "--gtest_filter=UmadAgentsServer.Serve";
+  char* argv[] = {name, filter, nullptr};
   const pid_t child = fork();
   ASSERT_GE(child, 0);
   if (child == 0) {
-    const int fd = umad_open_port(nullptr, 0);
-    const int sa = fd < 0 ? -1 : register_sa(fd);
-    const char ok = sa >= 0 ? 'y' : 'n';
-    (void)!write(ready[1], &ok, 1);
-    for (;;) {  // blocks in poll() on the bare fd, as opensm's receiver does
-      pollfd p{umad_get_fd(fd), POLLIN, 0};
-      if (poll(&p, 1, 10000) <= 0) _exit(1);
-      Buffer got;
-      int len = kMad;
-      if (umad_recv(fd, got.umad(), &len, 0) != sa) continue;
-      Buffer resp = table_response(got.mad(), 3);
-      umad_send(fd, sa, resp.umad(), 56 + 3 * 112, 0, 0);
-    }
+    execve("/proc/self/exe", argv, env.data());
+    _exit(127);
   }
+  // Killed by its PID whatever happens below (it also gives up after 10 s idle).
+  struct Reap {
+    pid_t pid;
+    ~Reap() {
+      if (pid > 0 && kill(pid, SIGKILL) == 0) waitpid(pid, nullptr, 0);
+    }
+  } reap{child};
   close(ready[1]);
   char ok = 0;
   ASSERT_EQ(read(ready[0], &ok, 1), 1);
@@ -219,6 +247,7 @@ TEST_F(UmadAgents, AnotherProcessServesAndItsDeathTimesOut) {
 
   ASSERT_EQ(kill(child, SIGKILL), 0);
   ASSERT_EQ(waitpid(child, nullptr, 0), child);
+  reap.pid = 0;
   const auto start = Clock::now();
   ASSERT_EQ(umad_send(client_, me, req.umad(), kMad, 100, 0), 0);
   len = 56 + 3 * 112;

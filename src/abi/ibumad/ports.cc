@@ -22,14 +22,13 @@
 #include <algorithm>
 #include <cerrno>
 #include <chrono>
-#include <condition_variable>
 #include <cstring>
-#include <map>
 #include <memory>
 #include <mutex>
-#include <thread>
 #include <vector>
 
+#include "abi/ibumad/open_port.h"
+#include "abi/ibumad/timeouts.h"
 #include "abi/ibumad/umad_abi.h"
 #include "abi/ibumad/user_agents.h"
 #include "mad/agent.h"
@@ -41,139 +40,13 @@
 namespace softverbs::umad {
 namespace {
 
-using Clock = std::chrono::steady_clock;
-constexpr size_t kUmadHeader = sizeof(ib_user_mad);
-constexpr size_t kRecordBytes = kUmadHeader + mad::kMadBytes;
 // MADs a port holds before it drops more, as a full receive queue would
 // (the kernel caps it at net.core.wmem_max).
 constexpr int kQueueBytes = 1 << 20;
-constexpr uint32_t kQp1QKey = 0x80010000;
-// An agent's TID tag (mad/user_agent.h) is its process's pid, then its slot
-// in the process's table: pids stay below 2^22 (PID_MAX_LIMIT).
-constexpr unsigned kSlotBits = 10;
-constexpr uint32_t kSlots = 1u << kSlotBits;
 
-struct Agent {
-  bool used = false;
-  mad::AgentRegistration reg;
-  uint32_t slot = 0;  // in the process's agent table (hi TID)
-};
-
-struct OpenPort {
-  int read_fd = -1;
-  int write_fd = -1;
-  uint64_t serial = 0;  // tells a port from a later one with the same fd
-  std::mutex mu;
-  bool closed = false;
-  Agent agents[UMAD_CA_MAX_AGENTS];
-  ~OpenPort() {
-    if (write_fd >= 0) close(write_fd);
-  }
-};
-
-// Guards the port map, the serials and the agent table.
-std::mutex ports_mu;
-uint64_t next_serial = 1;
-std::map<int, std::shared_ptr<OpenPort>>& ports() {
-  static auto* m = new std::map<int, std::shared_ptr<OpenPort>>;  // outlives exit-time destructors
-  return *m;
-}
-
-// Which open port and agent a hi TID's slot names.
-struct Slot {
-  std::weak_ptr<OpenPort> port;
-  uint32_t agent = 0;
-  bool used = false;
-};
-Slot* slots() {
-  static auto* s = new Slot[kSlots];
-  return s;
-}
-
-uint32_t hi_tid(uint32_t slot) { return static_cast<uint32_t>(getpid()) << kSlotBits | slot; }
-
-std::shared_ptr<OpenPort> port_of(int fd) {
-  std::lock_guard<std::mutex> lock(ports_mu);
-  auto it = ports().find(fd);
-  return it == ports().end() ? nullptr : it->second;
-}
-
-// One whole record to the port; a full queue drops it (the sender then sees
-// its own timeout, as on an overrun receive queue).
-void deliver(OpenPort& port, const uint8_t* record, size_t bytes) {
-  std::lock_guard<std::mutex> lock(port.mu);
-  if (port.closed) return;
-  (void)!send(port.write_fd, record, bytes, MSG_DONTWAIT | MSG_NOSIGNAL);
-}
-
-// The timer thread: sends that expect an answer that may not come. A
-// request routed to another process's agent waits here until its answer
-// claims it (by TID) or its time runs out.
-struct Timeouts {
-  struct Entry {
-    Clock::time_point due;
-    std::shared_ptr<OpenPort> port;
-    std::vector<uint8_t> record;
-    uint32_t agent = 0;
-    uint64_t tid = 0;
-    uint8_t mgmt_class = 0;
-    bool awaits_answer = false;
-  };
-  std::mutex mu;
-  std::condition_variable cv;
-  std::vector<Entry> pending;
-  pid_t thread_pid = 0;  // the process whose thread runs: a forked child starts its own
-
-  void add(Entry e) {
-    std::lock_guard<std::mutex> lock(mu);
-    pending.push_back(std::move(e));
-    if (thread_pid != getpid()) {
-      thread_pid = getpid();
-      std::thread([this] { run(); }).detach();
-    }
-    cv.notify_one();
-  }
-
-  // Whether a request of `agent` on `port` with this TID and class still
-  // waits; it stops waiting. An answer nobody waits for is dropped, as the
-  // kernel drops it (mad.c: no send matches the response).
-  bool claim(const OpenPort* port, uint32_t agent, uint64_t tid, uint8_t mgmt_class) {
-    std::lock_guard<std::mutex> lock(mu);
-    for (auto it = pending.begin(); it != pending.end(); ++it) {
-      if (!it->awaits_answer || it->port.get() != port || it->agent != agent || it->tid != tid ||
-          it->mgmt_class != mgmt_class)
-        continue;
-      pending.erase(it);
-      return true;
-    }
-    return false;
-  }
-
-  void run() {
-    std::unique_lock<std::mutex> lock(mu);
-    for (;;) {
-      if (pending.empty()) {
-        cv.wait(lock);
-        continue;
-      }
-      auto first = std::min_element(pending.begin(), pending.end(),
-                                    [](const Entry& a, const Entry& b) { return a.due < b.due; });
-      if (Clock::now() < first->due) {
-        cv.wait_until(lock, first->due);
-        continue;
-      }
-      Entry e = std::move(*first);
-      pending.erase(first);
-      lock.unlock();
-      deliver(*e.port, e.record.data(), e.record.size());
-      lock.lock();
-    }
-  }
-};
-
-Timeouts& timeouts() {
-  static auto* t = new Timeouts;  // its thread runs until exit
-  return *t;
+std::chrono::steady_clock::time_point due(int timeout_ms, int retries) {
+  return std::chrono::steady_clock::now() +
+         std::chrono::milliseconds(static_cast<int64_t>(timeout_ms) * (std::max(retries, 0) + 1));
 }
 
 // Whether a LID-routed MAD's destination is this port.
@@ -238,19 +111,11 @@ void deliver_request(int port_fd, uint64_t port_serial, uint32_t agent, uint8_t*
 }
 
 void deliver_response(uint32_t hi, uint8_t* record, const mad::RmppSend& send) {
-  const uint32_t slot = hi & (kSlots - 1);
-  if (hi >> kSlotBits != static_cast<uint32_t>(getpid())) return;
   std::shared_ptr<OpenPort> port;
   uint32_t agent;
-  {
-    std::lock_guard<std::mutex> lock(ports_mu);
-    if (!slots()[slot].used) return;
-    port = slots()[slot].port.lock();
-    agent = slots()[slot].agent;
-  }
-  if (port == nullptr) return;
+  if (!agent_of_tag(hi, &port, &agent)) return;
   const uint8_t* mad_bytes = record + kUmadHeader;
-  if (!timeouts().claim(port.get(), agent, mad::TransactionId::get(mad_bytes), mad::MgmtClass::get(mad_bytes)))
+  if (!claim_answer(port.get(), agent, mad::TransactionId::get(mad_bytes), mad::MgmtClass::get(mad_bytes)))
     return;
   bool rmpp;
   {
@@ -281,33 +146,19 @@ SV_UMAD_EXPORT int umad_open_port(const char* ca_name, int portnum) {
   if (socketpair(AF_UNIX, SOCK_SEQPACKET | SOCK_CLOEXEC, 0, fds) != 0) return -errno;
   shutdown(fds[0], SHUT_WR);  // the program's end only reads
   setsockopt(fds[1], SOL_SOCKET, SO_SNDBUF, &kQueueBytes, sizeof kQueueBytes);  // best effort
-  auto port = std::make_shared<OpenPort>();
-  port->read_fd = fds[0];
-  port->write_fd = fds[1];
-  std::lock_guard<std::mutex> lock(ports_mu);
-  port->serial = next_serial++;
-  ports()[fds[0]] = std::move(port);
+  add_port(fds[0], fds[1]);
   return fds[0];
 }
 
 SV_UMAD_EXPORT int umad_close_port(int portid) {
-  std::shared_ptr<OpenPort> port;
-  {
-    std::lock_guard<std::mutex> lock(ports_mu);
-    auto it = ports().find(portid);
-    if (it == ports().end()) return -EINVAL;
-    port = std::move(it->second);
-    ports().erase(it);
-  }
+  std::shared_ptr<OpenPort> port = remove_port(portid);
+  if (port == nullptr) return -EINVAL;
   withdraw_agents(portid, port->serial, -1);
   {
     std::lock_guard<std::mutex> lock(port->mu);
     port->closed = true;
-  }
-  {
-    std::lock_guard<std::mutex> lock(ports_mu);
     for (const Agent& a : port->agents)
-      if (a.used) slots()[a.slot] = {};
+      if (a.used) release_slot(a.slot);
   }
   close(portid);
   return 0;
@@ -331,19 +182,12 @@ int register_agent(int portid, mad::AgentRegistration reg, uint32_t* agent_id) {
     if (id == UMAD_CA_MAX_AGENTS) return -ENOMEM;
     port->agents[id].used = true;  // reserved while the rest is set up
   }
-  uint32_t slot = kSlots;
-  {
-    std::lock_guard<std::mutex> lock(ports_mu);
-    for (uint32_t s = 0; s < kSlots && slot == kSlots; ++s)
-      if (!slots()[s].used) slot = s;
-    if (slot < kSlots) slots()[slot] = {port, id, true};
-  }
-  int rc = slot == kSlots ? ENOMEM : publish_agent({getpid(), portid, port->serial, id}, reg);
+  const uint32_t slot = claim_slot(port, id);
+  const int rc = slot == kSlots ? ENOMEM : publish_agent({getpid(), portid, port->serial, id}, reg);
   std::lock_guard<std::mutex> lock(port->mu);
   if (rc != 0) {
     port->agents[id] = {};
-    std::lock_guard<std::mutex> slots_lock(ports_mu);
-    if (slot < kSlots) slots()[slot] = {};
+    release_slot(slot);
     return -rc;
   }
   port->agents[id].reg = reg;
@@ -407,10 +251,7 @@ SV_UMAD_EXPORT int umad_unregister(int portid, int agentid) {
     slot = port->agents[agentid].slot;
     port->agents[agentid] = {};
   }
-  {
-    std::lock_guard<std::mutex> lock(ports_mu);
-    slots()[slot] = {};
-  }
+  release_slot(slot);
   withdraw_agents(portid, port->serial, agentid);
   return 0;
 }
@@ -446,13 +287,13 @@ SV_UMAD_EXPORT int umad_send(int portid, int agentid, void* umad, int length, in
     // process is gone (its request times out there).
     fill_arrival(reinterpret_cast<ib_user_mad*>(message.data()), in_umad->addr, in);
     const uint32_t hi = mad::tid_agent(mad::TransactionId::get(in));
-    (void)post_response(static_cast<pid_t>(hi >> kSlotBits), hi, message.data(), rmpp);
+    (void)post_response(pid_of_tag(hi), hi, message.data(), rmpp);
   } else if (mad::for_user_agent(in) && reaches_this_port(in_umad->addr, in)) {
     softverbs::umad::AgentAddress to;
     mad::AgentRegistration reg;
     if (find_agent(in, &to, &reg)) {
       // user_mad.c: a request's TID names its agent in the upper 32 bits.
-      mad::TransactionId::set(in, mad::tid_for_agent(mad::TransactionId::get(in), hi_tid(slot)));
+      mad::TransactionId::set(in, mad::tid_for_agent(mad::TransactionId::get(in), tag_of_slot(slot)));
       fill_arrival(reinterpret_cast<ib_user_mad*>(message.data()), in_umad->addr, in);
       // The answer may come before this thread goes on: wait for it first.
       awaits_answer = timeout_ms > 0 && ensure_inbox();
@@ -464,9 +305,8 @@ SV_UMAD_EXPORT int umad_send(int portid, int agentid, void* umad, int length, in
         out->agent_id = static_cast<uint32_t>(agentid);
         out->status = ETIMEDOUT;
         out->length = static_cast<uint32_t>(record.size());
-        const auto wait = std::chrono::milliseconds(static_cast<int64_t>(timeout_ms) * (std::max(retries, 0) + 1));
-        timeouts().add({Clock::now() + wait, port, std::move(record), static_cast<uint32_t>(agentid),
-                        mad::TransactionId::get(in), klass, true});
+        add_pending({due(timeout_ms, retries), port, std::move(record), true, static_cast<uint32_t>(agentid),
+                     mad::TransactionId::get(in), klass});
       }
       (void)post_request(to, message.data(), rmpp);
       return 0;
@@ -503,8 +343,7 @@ SV_UMAD_EXPORT int umad_send(int portid, int agentid, void* umad, int length, in
   out_umad->agent_id = static_cast<uint32_t>(agentid);
   out_umad->status = ETIMEDOUT;
   out_umad->length = static_cast<uint32_t>(record.size());
-  const auto wait = std::chrono::milliseconds(static_cast<int64_t>(timeout_ms) * (std::max(retries, 0) + 1));
-  timeouts().add({Clock::now() + wait, port, std::move(record)});
+  add_pending({due(timeout_ms, retries), port, std::move(record)});
   return 0;
 }
 

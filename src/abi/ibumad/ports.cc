@@ -281,7 +281,6 @@ SV_UMAD_EXPORT int umad_send(int portid, int agentid, void* umad, int length, in
   const bool directed = klass == static_cast<uint8_t>(mad::MgmtClassId::kSubnDirectedRoute);
   const bool smp = klass == static_cast<uint8_t>(mad::MgmtClassId::kSubnLidRouted) || directed;
   const softverbs::shm::Segment* seg = segment();
-  bool awaits_answer = false;
   if (mad::is_response(in)) {
     // Back to the agent that asked, by the tag in its TID; dropped if that
     // process is gone (its request times out there).
@@ -296,8 +295,7 @@ SV_UMAD_EXPORT int umad_send(int portid, int agentid, void* umad, int length, in
       mad::TransactionId::set(in, mad::tid_for_agent(mad::TransactionId::get(in), tag_of_slot(slot)));
       fill_arrival(reinterpret_cast<ib_user_mad*>(message.data()), in_umad->addr, in);
       // The answer may come before this thread goes on: wait for it first.
-      awaits_answer = timeout_ms > 0 && ensure_inbox();
-      if (awaits_answer) {
+      if (timeout_ms > 0 && ensure_inbox()) {
         std::vector<uint8_t> record(kUmadHeader + std::max(rmpp.length, mad::kMadBytes));
         std::memcpy(record.data(), in_umad, kUmadHeader);
         std::memcpy(record.data() + kUmadHeader, in, record.size() - kUmadHeader);

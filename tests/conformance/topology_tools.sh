@@ -19,6 +19,9 @@
 # faults it reports nothing; with drops and corruption injected during a
 # data run it names the device's link and only that. ib_write_bw's server
 # is killed by PID.
+# sa: opensm left running (in the background, by PID, killed at the end)
+# serves its SA and SMInfo to the tools in other processes (saquery's
+# multi-MAD tables need RMPP); once it is gone, they time out.
 set -euo pipefail
 lib=$1
 scenario=$2
@@ -26,6 +29,7 @@ export LD_LIBRARY_PATH=$lib
 export SOFTVERBS_DEVICE_PATH=/dev/shm/softverbs-conf-topo-$scenario-$$
 work=$(mktemp -d)
 server=
+sm_pid=
 cleanup() {
   if [ -n "$server" ]; then
     kill -TERM "$server" 2>/dev/null || true
@@ -33,6 +37,7 @@ cleanup() {
     kill -KILL "$server" 2>/dev/null || true
     wait "$server" 2>/dev/null || true
   fi
+  if [ -n "$sm_pid" ]; then kill -KILL "$sm_pid" 2>/dev/null || true; wait "$sm_pid" 2>/dev/null || true; fi
   rm -rf "$SOFTVERBS_DEVICE_PATH" "$SOFTVERBS_DEVICE_PATH".* "$work"
 }
 trap cleanup EXIT
@@ -389,6 +394,68 @@ case $scenario in
     grep -q 'Link info: .*==>.* "leaf-a"' "$work/bad" || fail "the link is not the device's, to leaf-a"
     grep -q '1 bad nodes found' "$work/bad" && grep -q '1 ports have errors beyond threshold' "$work/bad" ||
       fail "more than the device's link reported"
+    ;;
+  sa)
+    command -v opensm >/dev/null || { echo "SKIP: opensm is not installed"; exit 77; }
+    command -v saquery >/dev/null || { echo "SKIP: saquery is not installed"; exit 77; }
+    # No SM yet: the port knows no SM LID, and saquery gives up at once.
+    rc=0
+    timeout 30 saquery -t 200 >"$work/nosm" 2>&1 || rc=$?
+    [ $rc -ne 0 ] && [ $rc -ne 124 ] || { cat "$work/nosm" >&2; fail "saquery without an SM exited $rc"; }
+    # opensm stays up (no -o): its SA and SMI agents are MADs' destinations
+    # in its own process. -d 2 flushes its log after each line.
+    OSM_CACHE_DIR=$work opensm -d 2 -f "$work/opensm.log" >"$work/opensm.out" 2>&1 &
+    sm_pid=$!
+    for _ in $(seq 150); do
+      grep -q "SUBNET UP" "$work/opensm.log" 2>/dev/null && break
+      kill -0 "$sm_pid" 2>/dev/null || { cat "$work/opensm.out" >&2; fail "opensm exited"; }
+      sleep 0.2
+    done
+    grep -q "SUBNET UP" "$work/opensm.log" || { tail -50 "$work/opensm.log" >&2; fail "opensm: no SUBNET UP in 30 s"; }
+    sm_guid=$(awk '/Using default GUID/ { print $NF; exit }' "$work/opensm.out")
+    [ -n "$sm_guid" ] || { cat "$work/opensm.out" >&2; fail "opensm did not say its GUID"; }
+    # SMInfo to the port goes to opensm's SMI agent, which answers MASTER.
+    run sm sminfo
+    grep -q "sm guid $sm_guid, .* SMINFO_MASTER" "$work/sm" || { cat "$work/sm" >&2; fail "sminfo does not name opensm ($sm_guid) master"; }
+    sm_lid=$(awk '{ print $4; exit }' "$work/sm")
+    run local smpquery portinfo "$sm_lid"
+    expect "$work/local" SMLid "$sm_lid"
+    expect "$work/local" Lid "$sm_lid"
+    # Every node record: 56 + 6 x 112 bytes, one whole RMPP message.
+    run nr saquery
+    [ "$(grep -c '^NodeRecord dump' "$work/nr")" = 6 ] || { cat "$work/nr" >&2; fail "saquery: not 6 node records"; }
+    for name in host-1 host-2 host-3 leaf-a leaf-b; do
+      grep -q "NodeDescription\.*$name\$" "$work/nr" || { cat "$work/nr" >&2; fail "saquery: no node record of $name"; }
+    done
+    # A path between every pair of the six LIDs, every link end, the
+    # broadcast group opensm made, and its own SMInfoRecord.
+    run pr saquery PR
+    [ "$(grep -c '^PathRecord dump' "$work/pr")" = 36 ] || { cat "$work/pr" >&2; fail "saquery PR: not 36 path records"; }
+    host2=$(awk '/NodeDescription\.*host-2$/ { print lid; exit } /lid\.\.\./ { lid = $1; sub(/.*\./, "", lid) }' "$work/nr")
+    run pr1 saquery --src-to-dst "$sm_lid:$host2"
+    [ "$(grep -c '^PathRecord dump' "$work/pr1")" = 1 ] && grep -q "dlid\.*$host2\$" "$work/pr1" ||
+      { cat "$work/pr1" >&2; fail "saquery --src-to-dst $sm_lid:$host2: not the one path"; }
+    run lr saquery LR
+    [ "$(grep -c '^LinkRecord dump' "$work/lr")" = 12 ] || { cat "$work/lr" >&2; fail "saquery LR: not 12 link records"; }
+    run mc saquery -g
+    grep -q 'MGID\.*ff12:401b:ffff::ffff:ffff' "$work/mc" || { cat "$work/mc" >&2; fail "saquery -g: no IPoIB broadcast group"; }
+    run smir saquery SMIR
+    grep -q "GUID\.*$(printf '0x%016x' "$sm_guid")" "$work/smir" && grep -q 'SMState\.*3' "$work/smir" ||
+      { cat "$work/smir" >&2; fail "saquery SMIR: not opensm, master"; }
+    # A registrant that dies leaves nobody to answer: the tools time out
+    # promptly (nothing waits on the dead process).
+    kill -KILL "$sm_pid"
+    wait "$sm_pid" 2>/dev/null || true
+    sm_pid=
+    start=$(date +%s%N)
+    rc=0
+    timeout 30 saquery -t 200 >"$work/gone" 2>&1 || rc=$?
+    [ $rc -ne 0 ] && [ $rc -ne 124 ] || { cat "$work/gone" >&2; fail "saquery after opensm died exited $rc"; }
+    grep -qi 'timed out' "$work/gone" || { cat "$work/gone" >&2; fail "saquery did not time out"; }
+    [ $(( ($(date +%s%N) - start) / 1000000 )) -lt 5000 ] || fail "saquery took more than 5 s to time out"
+    rc=0
+    timeout 30 sminfo -t 200 >"$work/gone-sm" 2>&1 || rc=$?
+    [ $rc -ne 0 ] && [ $rc -ne 124 ] || { cat "$work/gone-sm" >&2; fail "sminfo found an SM after opensm died"; }
     ;;
   *) fail "unknown scenario" ;;
 esac

@@ -13,9 +13,11 @@
 #include "mad/subnet_pma.h"
 #include "mad/subnet_sma.h"
 #include "mad/vl15_buffer.h"
+#include "shm/port_events.h"
 #include "shm/port_qos.h"
 #include "util/log.h"
 #include "util/time.h"
+#include "verbs/sysfs_port.h"
 
 namespace softverbs::mad {
 namespace {
@@ -66,14 +68,23 @@ const LoadedSubnet& loaded_subnet(const shm::Segment& seg) {
   return *loaded;
 }
 
-// REQUIRES: the caller holds the segment's control lock.
+// REQUIRES: the caller holds the segment's control lock, which also orders
+// the events and the sysfs files of successive changes.
 void store_effect(const shm::Segment& seg, const SmpEffect& effect) {
   if (effect.qos_changed) shm::store_qos(seg.header(), effect.qos);
+  shm::SegmentHeader& h = seg.header();
+  const shm::PortSnapshot was{h.lid, h.sm_lid, h.port_state.load(std::memory_order_relaxed)};
+  shm::PortSnapshot now = was;
   if (effect.port_changed) {
-    __atomic_store_n(&seg.header().lid, effect.lid, __ATOMIC_RELAXED);
-    __atomic_store_n(&seg.header().sm_lid, effect.sm_lid, __ATOMIC_RELAXED);
-    seg.header().port_state.store(effect.port_state, std::memory_order_release);
+    __atomic_store_n(&h.lid, effect.lid, __ATOMIC_RELAXED);
+    __atomic_store_n(&h.sm_lid, effect.sm_lid, __ATOMIC_RELAXED);
+    h.port_state.store(effect.port_state, std::memory_order_release);
+    now = {effect.lid, effect.sm_lid, effect.port_state};
   }
+  // As a hardware HCA: every open context hears of it (shm/port_events.h),
+  // and the sysfs tree shows the port as it now is.
+  shm::append_port_events(seg, shm::port_change_events(was, now, effect.client_reregister));
+  if (effect.port_changed) verbs::refresh_sysfs_port(seg);
 }
 
 Disposition answer_in_subnet(const shm::Segment& seg, const uint8_t* in, size_t len, uint16_t dlid, uint8_t* out) {

@@ -35,9 +35,10 @@ void add(Totals& t, const shm::PortCounters& c) {
   t.rcv_errors += c.rcv_errors.load(std::memory_order_relaxed) + c.icrc_errors.load(std::memory_order_relaxed) +
                   c.malformed_packets.load(std::memory_order_relaxed);
   // Packets that never left: the socket refused them, the fault injector
-  // dropped them, or their SL maps to VL15.
+  // dropped them, their SL maps to VL15, or the port was not ACTIVE.
   t.xmit_discards += c.send_errors.load(std::memory_order_relaxed) + c.faults_dropped.load(std::memory_order_relaxed) +
-                     c.sl_vl15_discards.load(std::memory_order_relaxed);
+                     c.sl_vl15_discards.load(std::memory_order_relaxed) +
+                     c.port_state_discards.load(std::memory_order_relaxed);
   // A corrupted packet is what a bad symbol on a real link becomes.
   t.symbol_errors += c.faults_corrupted.load(std::memory_order_relaxed);
   for (unsigned sl = 0; sl < 16; ++sl) {

@@ -310,6 +310,10 @@ Disposition answer_smp(const PortView& port, const uint8_t* in, size_t len, uint
         effect->sm_lid = next.sm_lid;
         effect->port_state = next.port_state;
       }
+      // Only an SM that owns the port may ask its clients to reregister.
+      if (s == MadStatus::kOk && effect != nullptr && port.external_sm && attr == static_cast<uint16_t>(SmpAttr::kPortInfo) &&
+          port_info::ClientReregister::get(in + kSmpDataOffset) != 0)
+        effect->client_reregister = true;
     }
   } else if (method == static_cast<uint8_t>(MethodId::kTrapRepress)) {
     return Disposition::kDrop;  // the SMA sends no traps, so none to repress

@@ -39,6 +39,9 @@ struct SmpEffect {
   uint16_t lid = 0;
   uint16_t sm_lid = 0;
   uint8_t port_state = 0;
+  // The Set carried PortInfo:ClientReregister (IBA 14.2.5.6): the port's
+  // clients are to register again (IBV_EVENT_CLIENT_REREGISTER).
+  bool client_reregister = false;
 };
 
 // REQUIRES: `out` holds kMadBytes. `in` may be any length; fewer than

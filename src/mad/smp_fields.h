@@ -53,6 +53,7 @@ using OperationalVls = Field<43, 0, 4>;
 using GuidCap = BeField<50, 1>;
 using MKeyLeasePeriod = BeField<26, 2>;
 using MKeyProtectBits = Field<34, 0, 2>;
+using ClientReregister = Field<51, 0, 1>;
 using SubnetTimeout = Field<51, 3, 5>;
 using RespTimeValue = Field<52, 3, 5>;
 using LinkSpeedExtActive = Field<62, 0, 4>;

@@ -81,6 +81,9 @@ struct PortCounters {
   // Requests whose SL the port maps to VL15, or that VL arbitration never
   // gave a turn (transport/vl.h), never sent.
   std::atomic<uint64_t> sl_vl15_discards;
+  // Requests sent while the port was not ACTIVE (IBA 7.2): discarded at the
+  // port, as a link that is not up discards them (layout version 14).
+  std::atomic<uint64_t> port_state_discards;
   // PMA PortXmitDataSL / PortRcvDataSL (4-octet words, LRH to ICRC): the
   // host fabric's per-QP shares of QPs that are gone or changed SL, under
   // the SL they had (shm::fold_port_share).
@@ -435,6 +438,17 @@ struct alignas(64) Vl15Buffer {
   alignas(64) std::atomic<uint64_t> slot[kVl15BufferMax];  // 0 free, else when its lease ends (ns)
 };
 
+// The port's asynchronous events (shm/port_events.h), for every process's
+// service thread to raise on its open contexts. Entry i holds the event of
+// sequence number i (mod kPortEventLog) as seq << 8 | ibv_event_type, so a
+// reader that fell a whole lap behind sees the sequence it expected is gone.
+// Appended under SegmentHeader::control; read without a lock. Layout version 14.
+inline constexpr unsigned kPortEventLog = 32;
+struct alignas(64) PortEventLog {
+  std::atomic<uint32_t> head;  // the sequence number the next event takes
+  std::atomic<uint32_t> entry[kPortEventLog];
+};
+
 struct alignas(4096) SegmentHeader {
   std::atomic<uint64_t> magic;  // stored last by the creator
   uint32_t layout_version;
@@ -462,6 +476,7 @@ struct alignas(4096) SegmentHeader {
   PortQos qos;
   PortLink link;
   Vl15Buffer vl15;
+  PortEventLog port_events;
 };
 
 }  // namespace softverbs::shm

@@ -123,6 +123,7 @@ void fold_counters(Segment& seg, OwnerId who) {
   fold(from.faults_corrupted, to.faults_corrupted);
   fold(from.faults_delayed, to.faults_delayed);
   fold(from.sl_vl15_discards, to.sl_vl15_discards);
+  fold(from.port_state_discards, to.port_state_discards);
   for (unsigned sl = 0; sl < 16; ++sl) {
     fold(from.xmit_words_sl[sl], to.xmit_words_sl[sl]);
     fold(from.rcv_words_sl[sl], to.rcv_words_sl[sl]);

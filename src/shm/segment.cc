@@ -32,6 +32,9 @@ std::string Segment::default_path() {
 }
 
 bool Segment::external_sm_configured() {
+  // An Ethernet (RoCE) port has no SM: it is ACTIVE from the start, and the
+  // data path, which obeys the port's state, must find it so.
+  if (const char* roce = std::getenv("SOFTVERBS_ROCE_ADDR"); roce != nullptr && *roce != '\0') return false;
   const char* sm = std::getenv("SOFTVERBS_SM");
   if (sm != nullptr && std::strcmp(sm, "none") == 0) return true;
   if (sm != nullptr && std::strcmp(sm, "builtin") == 0) return false;

@@ -45,10 +45,13 @@ Result<Context*> Context::make(ibv_device* device, int import_fd) {
   pthread_mutex_init(&c.mutex, nullptr);
   c.abi_compat = __VERBS_ABI_IS_EXTENDED;
   ctx->vctx_.sz = sizeof(verbs_context);
+  // From here on it hears of the port's events, as a uverbs file does.
+  ctx->device_->add_context(ctx);
   return ctx;
 }
 
 Context::~Context() {
+  if (device_ != nullptr && async_write_fd_ >= 0) device_->remove_context(this);
   ibv_context& c = vctx_.context;
   if (c.async_fd >= 0) ::close(c.async_fd);
   delete file_;  // closes cmd_fd

@@ -5,6 +5,7 @@
 #include "util/log.h"
 #include "verbs/port_config.h"
 #include "shm/process_registry.h"
+#include "verbs/context.h"
 #include "verbs/cq.h"
 #include "verbs/qp.h"
 #include "verbs/srq.h"
@@ -46,7 +47,26 @@ Status Device::start() {
   if (port.link_set && !(link == port.link))
     SV_LOG(kWarn, "the device's link was set by the process that created it: SOFTVERBS_LINK* ignored");
   shm::sweep(*seg_);
+  // Before any context can open: every event from here on is theirs.
+  port_events_.start(*seg_);
   return service_.start(*this);
+}
+
+void Device::add_context(Context* ctx) {
+  std::lock_guard lock(contexts_mu_);
+  contexts_.push_back(ctx);
+}
+
+void Device::remove_context(Context* ctx) {
+  std::lock_guard lock(contexts_mu_);
+  std::erase(contexts_, ctx);
+}
+
+bool Device::deliver_port_events() {
+  return port_events_.read(*seg_, [this](ibv_event_type type) {
+    std::lock_guard lock(contexts_mu_);
+    for (Context* ctx : contexts_) ctx->raise_async(type, AsyncObject::kPort, reinterpret_cast<void*>(intptr_t{1}));
+  });
 }
 
 void Device::remove_cq(uint32_t slot) {

@@ -13,8 +13,10 @@
 #include <atomic>
 #include <cstdint>
 #include <mutex>
+#include <vector>
 
 #include "fabric/device_host.h"
+#include "shm/port_events.h"
 #include "shm/segment.h"
 #include "util/status.h"
 #include "verbs/device_notifier.h"
@@ -22,6 +24,7 @@
 
 namespace softverbs::verbs {
 
+class Context;
 class Cq;
 class Qp;
 class Srq;
@@ -57,6 +60,13 @@ class Device final : public fabric::DeviceHost {
   Cq* claim_cq_async_event(uint64_t token);
   Srq* claim_srq_event(uint64_t token);
 
+  // The contexts open in this process, which hear of the port's events.
+  void add_context(Context* ctx);
+  void remove_context(Context* ctx);
+  // Service thread: raises the port's new events (shm/port_events.h) on
+  // every open context. Whether there were any.
+  bool deliver_port_events();
+
   // Service thread: events and timers for our own objects.
   void deliver_cq_events(uint32_t first_slot, uint64_t bits);
   void deliver_qp_event(uint32_t slot, uint64_t bits);
@@ -80,6 +90,10 @@ class Device final : public fabric::DeviceHost {
   std::mutex registry_mu_;
   Qp* qps_[shm::kMaxQpSlots] = {};
   Srq* srqs_[shm::kMaxSrqs] = {};
+
+  shm::PortEventReader port_events_;  // the service thread's
+  std::mutex contexts_mu_;            // a leaf: held only to add, remove, raise
+  std::vector<Context*> contexts_;
 };
 
 }  // namespace softverbs::verbs

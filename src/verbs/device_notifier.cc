@@ -44,7 +44,7 @@ void DeviceNotifier::srq_event(uint32_t srq_slot, shm::OwnerId owner) {
 bool DeviceNotifier::drain() {
   shm::Segment& seg = device_.seg();
   shm::ProcessSlot& proc = seg.process(device_.self().slot);
-  bool any = false;
+  bool any = device_.deliver_port_events();
   for (uint32_t w = 0; w < shm::kMaxCqs / 64; ++w) {
     if (proc.cq_event_bits[w].load(std::memory_order_relaxed) == 0) continue;
     device_.deliver_cq_events(w * 64, proc.cq_event_bits[w].exchange(0, std::memory_order_acquire));

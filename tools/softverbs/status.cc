@@ -108,7 +108,8 @@ json snapshot(shm::Segment& seg) {
         {"faults_reordered", &c.faults_reordered},
         {"faults_corrupted", &c.faults_corrupted},
         {"faults_delayed", &c.faults_delayed},
-        {"sl_vl15_discards", &c.sl_vl15_discards}};
+        {"sl_vl15_discards", &c.sl_vl15_discards},
+        {"port_state_discards", &c.port_state_discards}};
     for (const auto& [name, v] : fields) counters[name] = counters.value(name, uint64_t{0}) + v->load();
   };
   add(h.port);

@@ -17,6 +17,7 @@
 #include "verbs/device.h"
 #include "verbs/device_attrs.h"
 #include "verbs/port_config.h"
+#include "verbs/sysfs_port.h"
 
 namespace softverbs::abi {
 namespace {
@@ -30,34 +31,12 @@ constexpr int kDeviceAbiVersion = 1;
 // Names the node GUID of the device a tree describes.
 constexpr char kMarker[] = ".softverbs_node_guid";
 
-// What ports/1/state and phys_state print for the states ibv_query_port gives.
-const char* port_state_text(ibv_port_state s) {
-  switch (s) {
-    case IBV_PORT_DOWN: return "1: DOWN";
-    case IBV_PORT_INIT: return "2: INIT";
-    case IBV_PORT_ARMED: return "3: ARMED";
-    case IBV_PORT_ACTIVE: return "4: ACTIVE";
-    case IBV_PORT_ACTIVE_DEFER: return "5: ACTIVE_DEFER";
-    default: return "0: NOP";
-  }
-}
-
 std::string guid_text(uint64_t be_guid) {
   const auto* b = reinterpret_cast<const uint8_t*>(&be_guid);
   char buf[24];
   std::snprintf(buf, sizeof buf, "%02x%02x:%02x%02x:%02x%02x:%02x%02x", b[0], b[1], b[2], b[3], b[4], b[5],
                 b[6], b[7]);
   return buf;
-}
-
-std::string gid_text(const ibv_gid& g) {
-  std::string s;
-  char part[8];
-  for (int i = 0; i < 16; i += 2) {
-    std::snprintf(part, sizeof part, "%s%02x%02x", i == 0 ? "" : ":", g.raw[i], g.raw[i + 1]);
-    s += part;
-  }
-  return s;
 }
 
 bool write_file(const fs::path& p, const std::string& text) {
@@ -82,34 +61,6 @@ void link_all_but(const fs::path& real, const fs::path& dir, const char* keep) {
   }
 }
 
-bool write_port(const fs::path& port, const shm::Segment& seg) {
-  ibv_port_attr a;
-  verbs::fill_port_attr(seg, &a);
-  const bool eth = a.link_layer == IBV_LINK_LAYER_ETHERNET;
-  char buf[64];
-  bool ok = write_file(port / "state", port_state_text(a.state));
-  ok &= write_file(port / "phys_state", a.phys_state == 5 ? "5: LinkUp" : "3: Disabled");
-  std::snprintf(buf, sizeof buf, "0x%x", a.lid);
-  ok &= write_file(port / "lid", buf);
-  std::snprintf(buf, sizeof buf, "0x%x", a.sm_lid);
-  ok &= write_file(port / "sm_lid", buf);
-  ok &= write_file(port / "sm_sl", std::to_string(a.sm_sl));
-  ok &= write_file(port / "lid_mask_count", std::to_string(a.lmc));
-  std::snprintf(buf, sizeof buf, "0x%08x", a.port_cap_flags);
-  ok &= write_file(port / "cap_mask", buf);
-  ok &= write_file(port / "link_layer", eth ? "Ethernet" : "InfiniBand");
-  ok &= write_file(port / "rate", verbs::port_rate_text(a));
-  ok &= write_file(port / "pkeys" / "0", "0xffff");
-  for (int i = 0; i < verbs::port_gid_count(); ++i) {
-    ibv_gid gid;
-    if (!verbs::port_gid(seg, i, &gid)) break;
-    const std::string idx = std::to_string(i);
-    ok &= write_file(port / "gids" / idx, gid_text(gid));
-    ok &= write_file(port / "gid_attrs" / "types" / idx, eth ? "RoCE v2" : "IB/RoCE v1");
-  }
-  return ok;
-}
-
 bool write_tree(const fs::path& root, verbs::Device& dev) {
   const shm::Segment& seg = dev.seg();
   const std::string& name = verbs::port_config().device_name;
@@ -128,7 +79,7 @@ bool write_tree(const fs::path& root, verbs::Device& dev) {
   ok &= write_file(ib / "hca_type", "softverbs");
   ok &= write_file(ib / "board_id", "SOFTVERBS");
   ok &= write_file(ib / "node_desc", std::string(host) + " " + name);
-  ok &= write_port(ib / "ports" / "1", seg);
+  ok &= verbs::write_sysfs_port((ib / "ports" / "1").string(), seg);
   const fs::path verbs_class = root / "class" / "infiniband_verbs";
   ok &= write_file(verbs_class / "abi_version", std::to_string(kUverbsAbiVersion));
   ok &= write_file(verbs_class / ("uverbs_" + name) / "ibdev", name);

@@ -62,6 +62,23 @@ HostFaults& faults() {
   return ah.dlid == seg.header().lid;
 }
 
+// IBA 7.2 / 14.2.5.6: data packets leave only an ACTIVE port (an ARMED one
+// sends SMPs alone, which never come this way: mad/agent.cc). The port's
+// state shares the header's line with `lid`, which every request reads.
+constexpr uint8_t kPortActive = 4;
+[[gnu::always_inline]] inline bool port_active(const shm::Segment& seg) {
+  return seg.header().port_state.load(std::memory_order_relaxed) == kPortActive;
+}
+
+// A request the port discards (PortXmitDiscards): it never leaves, so the
+// requester's timer decides, as with the link down (RC: RETRY_EXC_ERR; UD
+// and UC complete once sent).
+[[gnu::noinline, gnu::cold]] ibv_wc_status discard_at_port(transport::SendSide& s) {
+  s.qp.notifier->port_counters().port_state_discards.fetch_add(1, std::memory_order_relaxed);
+  SV_LOG_RATELIMITED(kDebug, "QP %#x: the port is not ACTIVE; request discarded", s.qp.qpn);
+  return IBV_WC_SUCCESS;
+}
+
 // The QP a request goes to, when it is live on this host and its process is
 // alive; otherwise why not (a request there is never answered: the
 // requester's timer decides).
@@ -270,6 +287,8 @@ ibv_wc_status HostFabric::transmit(transport::SendSide& s, transport::SendWqe& w
     if (s.qp.qp_type == IBV_QPT_RC) report(s, w, op->kind, resp, seg.qp(placed.slot).resp.epsn);
     return IBV_WC_SUCCESS;
   }
+  if (!port_active(seg)) [[unlikely]]
+    return discard_at_port(s);
   McastKey mcast;
   const bool multicast = ud && multicast_key(ah, dest_qpn, &mcast);
   Target target;
@@ -403,6 +422,8 @@ uint32_t HostFabric::place_at_post(transport::SendSide& s, const ibv_send_wr& wr
   // turn, both in the requester (transport/vl.h): never placed.
   if (transport::path_to_port(s)) return 0;
   shm::Segment& seg = *s.qp.seg;
+  if (!port_active(seg)) [[unlikely]]
+    return 0;  // transmit discards it
   Target target;
   if (route(seg, s, s.conn.ah, s.conn.dest_qpn, &target) != nullptr) return 0;
   iovec iov[kMaxInlineSges];

@@ -1,0 +1,26 @@
+// The port's directory of the device's sysfs tree (abi/ibverbs/sysfs_tree.h):
+// class/infiniband/<dev>/ports/1/{state,phys_state,lid,sm_lid,rate,...}, as
+// the kernel's ib_core shows a port. ibstatus and libibumad's readers take
+// the port's state from these files, so whoever changes the port (an SM's
+// PortInfo Set, mad/agent.cc) writes them again; no daemon keeps them.
+//
+// Thread-safety: each file is replaced by rename, so a reader sees the old
+// text or the new one, never a part. Writers of one tree serialize on the
+// segment's control lock (refresh_sysfs_port's REQUIRES).
+#pragma once
+
+#include <string>
+
+#include "shm/segment.h"
+
+namespace softverbs::verbs {
+
+// Writes the port's files into `port_dir` (created if need be). Whether all were written.
+bool write_sysfs_port(const std::string& port_dir, const shm::Segment& seg);
+
+// The port directory of the tree beside `seg`, written again if the tree
+// exists (a process that never built one leaves it to whoever does).
+// REQUIRES: the segment's control lock.
+void refresh_sysfs_port(const shm::Segment& seg);
+
+}  // namespace softverbs::verbs

@@ -19,6 +19,8 @@
 # faults it reports nothing; with drops and corruption injected during a
 # data run it names the device's link and only that. ib_write_bw's server
 # is killed by PID.
+# port-state: the data path, ibstat and ibstatus follow the port's state
+# before and after opensm -o (ibv_rc_pingpong fails, then passes).
 # sa: opensm left running (in the background, by PID, killed at the end)
 # serves its SA and SMInfo to the tools in other processes (saquery's
 # multi-MAD tables need RMPP); once it is gone, they time out.
@@ -295,6 +297,68 @@ case $scenario in
     SOFTVERBS_TOPOLOGY=$work/badqos.net timeout 30 smpquery -D nodeinfo 0 >"$work/out" 2>&1 || rc=$?
     [ $rc -ne 0 ] && [ $rc -ne 124 ] || { cat "$work/out" >&2; fail "a table for VLs that are not there was used"; }
     grep -q 'SL2 on VL2, which is not operational' "$work/out" || { cat "$work/out" >&2; fail "the error does not say why"; }
+    ;;
+  port-state)
+    # The data path obeys the port's state (IBA 7.2): before opensm the
+    # device's port is INIT and Debian's ibv_rc_pingpong (with a LID that
+    # ibportstate gives it, as the tool refuses LID 0) sends nothing: its
+    # client ends in a retry-exceeded error within a second or two. ibstat
+    # (libibumad) and ibstatus (the sysfs tree, bind-mounted on
+    # /sys/class in a mount namespace of its own) show INIT and
+    # LID 0, then after opensm -o ACTIVE and the LID it gave, and
+    # ibv_rc_pingpong passes.
+    command -v ibv_rc_pingpong >/dev/null || { echo "SKIP: ibv_rc_pingpong is not installed"; exit 77; }
+    command -v ibstatus >/dev/null && command -v unshare >/dev/null || { echo "SKIP: ibstatus/unshare missing"; exit 77; }
+    . "$(dirname "$0")/ports.sh"
+    # ibstatus reads /sys/class/infiniband, which this host may lack: the
+    # tree's class directory (beside the segment) goes over /sys/class.
+    ibstatus_of() {
+      unshare -m sh -c "mount --bind '$SOFTVERBS_DEVICE_PATH.sysfs/class' /sys/class &&
+        exec timeout 10 ibstatus softverbs0:1" >"$work/$1" 2>&1 || { cat "$work/$1" >&2; fail "ibstatus ($1)"; }
+    }
+    pingpong() {  # NAME: a short ibv_rc_pingpong; the client's exit status
+      local port rc=0 spid
+      port=$(free_tcp_port 19200)
+      timeout 30 ibv_rc_pingpong -d softverbs0 -p "$port" -n 5 >"$work/$1.server" 2>&1 &
+      spid=$!
+      for _ in $(seq 50); do
+        rc=0
+        timeout 30 ibv_rc_pingpong -d softverbs0 -p "$port" -n 5 localhost >"$work/$1.client" 2>&1 || rc=$?
+        grep -q "Couldn't connect" "$work/$1.client" || break
+        sleep 0.1
+      done
+      kill "$spid" 2>/dev/null || true
+      wait "$spid" 2>/dev/null || true
+      return $rc
+    }
+    run dev0 ibv_devinfo  # libibverbs builds the sysfs tree
+    run ibstat0 ibstat softverbs0 1
+    grep -q 'State: Initializing' "$work/ibstat0" && grep -q 'Base lid: 0$' "$work/ibstat0" ||
+      { cat "$work/ibstat0" >&2; fail "ibstat: not INIT with LID 0 before opensm"; }
+    ibstatus_of ibstatus0
+    grep -q 'state:.*2: INIT' "$work/ibstatus0" && grep -q 'base lid:.*0x0$' "$work/ibstatus0" ||
+      { cat "$work/ibstatus0" >&2; fail "ibstatus: not INIT with LID 0 before opensm"; }
+    run setlid ibportstate -D 0 1 lid 9
+    start=$(date +%s%N)
+    ! pingpong pp0 || { cat "$work/pp0.client" >&2; fail "ibv_rc_pingpong ran on an INIT port"; }
+    elapsed_ms=$(( ($(date +%s%N) - start) / 1000000 ))
+    grep -qi 'retry.*exceeded\|RETRY_EXC' "$work/pp0.client" || { cat "$work/pp0.client" >&2; fail "no retry-exceeded error"; }
+    [ "$elapsed_ms" -lt 10000 ] || fail "the INIT port's ibv_rc_pingpong took ${elapsed_ms} ms to fail"
+    echo "before opensm: $(grep -m1 -i 'retry' "$work/pp0.client") (${elapsed_ms} ms)"
+    run pc0 perfquery
+    [ "$(field "$work/pc0" PortXmitDiscards)" -gt 0 ] || { cat "$work/pc0" >&2; fail "no PortXmitDiscards"; }
+    sm_sweep
+    run dev1 ibv_devinfo
+    lid=$(awk '$1 == "port_lid:" { print $2 }' "$work/dev1")
+    grep -q 'PORT_ACTIVE' "$work/dev1" && [ "${lid:-0}" -gt 0 ] || { cat "$work/dev1" >&2; fail "opensm left the port down"; }
+    run ibstat1 ibstat softverbs0 1
+    grep -q 'State: Active' "$work/ibstat1" && grep -q "Base lid: $lid\$" "$work/ibstat1" ||
+      { cat "$work/ibstat1" >&2; fail "ibstat: not Active with LID $lid after opensm"; }
+    ibstatus_of ibstatus1
+    grep -q 'state:.*4: ACTIVE' "$work/ibstatus1" && grep -q "base lid:.*$(printf '0x%x' "$lid")\$" "$work/ibstatus1" ||
+      { cat "$work/ibstatus1" >&2; fail "ibstatus: not ACTIVE with LID $lid after opensm"; }
+    pingpong pp1 || { cat "$work/pp1.client" >&2; fail "ibv_rc_pingpong failed on the ACTIVE port"; }
+    echo "after opensm (LID $lid): $(tail -n 1 "$work/pp1.client")"
     ;;
   sm-none)
     # No topology, SOFTVERBS_SM=none: the lone port waits for an SM. opensm

@@ -232,7 +232,12 @@ mad::AgentRegistration registration(int mgmt_class, int mgmt_version, uint8_t rm
 SV_UMAD_EXPORT int umad_register(int portid, int mgmt_class, int mgmt_version, uint8_t rmpp_version,
                                  long method_mask[16 / sizeof(long)]) {
   uint32_t id;
-  const int rc = register_agent(portid, registration(mgmt_class, mgmt_version, rmpp_version, 0, method_mask), &id);
+  // rdma-core's umad_register names OpenIB's OUI, so a vendor range 2 class
+  // (ibping's 0x32) registers without umad_register_oui, as the kernel
+  // requires an OUI for it.
+  constexpr uint32_t kOpenIbOui = 0x001405;
+  const int rc =
+      register_agent(portid, registration(mgmt_class, mgmt_version, rmpp_version, kOpenIbOui, method_mask), &id);
   return rc < 0 ? rc : static_cast<int>(id);
 }
 

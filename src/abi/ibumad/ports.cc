@@ -14,7 +14,9 @@
 // out of the port, a class nobody registered, a path off the topology's
 // fabric, an SMP that VL15's buffer had no room for, a registrant that
 // died) comes back after timeout_ms x (retries + 1) with status ETIMEDOUT,
-// queued by one timer thread per process.
+// queued by one timer thread per process. An SA multicast leave whose
+// JoinState bits other processes of the port still hold is answered here
+// (sa_joins.h).
 #include <poll.h>
 #include <sys/socket.h>
 #include <unistd.h>

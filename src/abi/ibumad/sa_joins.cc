@@ -6,6 +6,7 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include <cerrno>
 #include <cstdio>
 #include <cstdlib>
 #include <cstring>
@@ -16,6 +17,7 @@
 #include "abi/ibumad/umad_abi.h"
 #include "mad/sa_mcmember.h"
 #include "shm/segment.h"
+#include "util/log.h"
 
 namespace softverbs::umad {
 namespace {
@@ -144,8 +146,8 @@ void rewrite(Own& me, const std::string& dir) {
     std::snprintf(line, sizeof line, "%s %s %x\n", mgid, port_gid, m.join_state);
     text += line;
   }
-  if (ftruncate(me.file, 0) != 0) return;
-  (void)!pwrite(me.file, text.data(), text.size(), 0);
+  if (ftruncate(me.file, 0) != 0 || pwrite(me.file, text.data(), text.size(), 0) != static_cast<ssize_t>(text.size()))
+    SV_LOG(kWarn, "umad: cannot write %s: %s", path.c_str(), std::strerror(errno));
 }
 
 // REQUIRES: me.mu.

@@ -563,7 +563,11 @@ case $scenario in
     guid=$(field "$work/ni" PortGuid)
     timeout 60 ibping -S >"$work/ping.server" 2>&1 &
     server=$!
-    sleep 0.5
+    # Until its agent is registered a ping is lost: wait for a first pong.
+    for _ in $(seq 50); do
+      timeout 10 ibping -c 1 -t 100 -L "$lid" 2>/dev/null | grep -q ', 1 received' && break
+      kill -0 "$server" 2>/dev/null || { cat "$work/ping.server" >&2; fail "ibping -S exited"; }
+    done
     run ping-lid ibping -c 3 -L "$lid"
     grep -q '3 packets transmitted, 3 received, 0% packet loss' "$work/ping-lid" || { cat "$work/ping-lid" >&2; fail "ibping -L $lid lost pings"; }
     run ping-guid ibping -c 2 -G "$guid"
@@ -577,7 +581,10 @@ case $scenario in
     if command -v ibsysstat >/dev/null; then
       timeout 60 ibsysstat -S >"$work/sysstat.server" 2>&1 &
       server=$!
-      sleep 0.5
+      for _ in $(seq 50); do
+        timeout 10 ibsysstat -t 100 "$lid" 2>/dev/null | grep -q 'succeeded' && break
+        kill -0 "$server" 2>/dev/null || { cat "$work/sysstat.server" >&2; fail "ibsysstat -S exited"; }
+      done
       run sysstat ibsysstat "$lid"
       grep -q 'sysstat ping succeeded' "$work/sysstat" || { cat "$work/sysstat" >&2; fail "ibsysstat got no answer"; }
       run sysstat-host ibsysstat "$lid" host

@@ -24,6 +24,13 @@
 # sa: opensm left running (in the background, by PID, killed at the end)
 # serves its SA and SMInfo to the tools in other processes (saquery's
 # multi-MAD tables need RMPP); once it is gone, they time out.
+# mcast-sm (issue 18): with opensm running, perftest's UD multicast (-g:
+# an SA MCMemberRecord join, then ibv_attach_mcast with the MGID and the
+# MLID opensm hands out) moves its data between two processes, saquery -g
+# shows the groups while they run, and both processes' SA leaves succeed.
+# sm-tools: with opensm running, ibqueryerrors without --skip-sl (it asks
+# the SA for SLs) names the device's link after a faulty data run; ibping
+# and ibsysstat round trips to a server in another process (vendor classes).
 set -euo pipefail
 lib=$1
 scenario=$2
@@ -32,6 +39,7 @@ export SOFTVERBS_DEVICE_PATH=/dev/shm/softverbs-conf-topo-$scenario-$$
 work=$(mktemp -d)
 server=
 sm_pid=
+poller=
 cleanup() {
   if [ -n "$server" ]; then
     kill -TERM "$server" 2>/dev/null || true
@@ -39,6 +47,7 @@ cleanup() {
     kill -KILL "$server" 2>/dev/null || true
     wait "$server" 2>/dev/null || true
   fi
+  if [ -n "$poller" ]; then kill -KILL "$poller" 2>/dev/null || true; wait "$poller" 2>/dev/null || true; fi
   if [ -n "$sm_pid" ]; then kill -KILL "$sm_pid" 2>/dev/null || true; wait "$sm_pid" 2>/dev/null || true; fi
   rm -rf "$SOFTVERBS_DEVICE_PATH" "$SOFTVERBS_DEVICE_PATH".* "$work"
 }
@@ -106,6 +115,47 @@ write_bw() {
   [ $rc -eq 0 ] || { cat "$work/client.out" >&2; fail "ib_write_bw exited $rc"; }
   wait "$server" || fail "ib_write_bw server failed"
   server=
+}
+
+# sm_start: opensm left running in the background (killed by PID at exit)
+# until SUBNET UP; -d 2 flushes its log after each line.
+sm_start() {
+  command -v opensm >/dev/null || { echo "SKIP: opensm is not installed"; exit 77; }
+  OSM_CACHE_DIR=$work opensm -d 2 -f "$work/opensm.log" >"$work/opensm.out" 2>&1 &
+  sm_pid=$!
+  for _ in $(seq 150); do
+    grep -q "SUBNET UP" "$work/opensm.log" 2>/dev/null && break
+    kill -0 "$sm_pid" 2>/dev/null || { cat "$work/opensm.out" >&2; fail "opensm exited"; }
+    sleep 0.2
+  done
+  grep -q "SUBNET UP" "$work/opensm.log" || { tail -50 "$work/opensm.log" >&2; fail "opensm: no SUBNET UP in 30 s"; }
+}
+# perf_pair NAME TOOL ARGS...: Debian's perftest TOOL, server and client on
+# softverbs0; both must exit 0. Outputs: $work/NAME.server, $work/NAME.client.
+perf_pair() {
+  command -v "$2" >/dev/null || { echo "SKIP: perftest is not installed"; exit 77; }
+  . "$(dirname "$0")/ports.sh"
+  local name=$1 tool=$2 port rc
+  shift 2
+  port=$(free_tcp_port 17500)
+  timeout 60 "$tool" -d softverbs0 -p "$port" "$@" >"$work/$name.server" 2>&1 &
+  server=$!
+  for _ in $(seq 100); do
+    rc=0
+    timeout 60 "$tool" -d softverbs0 -p "$port" "$@" localhost >"$work/$name.client" 2>&1 || rc=$?
+    if [ $rc -ne 0 ] && grep -q "Couldn't connect" "$work/$name.client" && kill -0 "$server" 2>/dev/null; then
+      sleep 0.1
+    else
+      break
+    fi
+  done
+  [ $rc -eq 0 ] || { cat "$work/$name.client" >&2; fail "$tool $* (client) exited $rc"; }
+  rc=0
+  wait "$server" || rc=$?
+  server=
+  [ $rc -eq 0 ] || { cat "$work/$name.server" >&2; fail "$tool $* (server) exited $rc"; }
+  ! grep -qi "couldn't\|failed\|error" "$work/$name.client" "$work/$name.server" ||
+    { cat "$work/$name.client" "$work/$name.server" >&2; fail "$tool $* reported an error"; }
 }
 
 case $scenario in
@@ -467,15 +517,8 @@ case $scenario in
     timeout 30 saquery -t 200 >"$work/nosm" 2>&1 || rc=$?
     [ $rc -ne 0 ] && [ $rc -ne 124 ] || { cat "$work/nosm" >&2; fail "saquery without an SM exited $rc"; }
     # opensm stays up (no -o): its SA and SMI agents are MADs' destinations
-    # in its own process. -d 2 flushes its log after each line.
-    OSM_CACHE_DIR=$work opensm -d 2 -f "$work/opensm.log" >"$work/opensm.out" 2>&1 &
-    sm_pid=$!
-    for _ in $(seq 150); do
-      grep -q "SUBNET UP" "$work/opensm.log" 2>/dev/null && break
-      kill -0 "$sm_pid" 2>/dev/null || { cat "$work/opensm.out" >&2; fail "opensm exited"; }
-      sleep 0.2
-    done
-    grep -q "SUBNET UP" "$work/opensm.log" || { tail -50 "$work/opensm.log" >&2; fail "opensm: no SUBNET UP in 30 s"; }
+    # in its own process.
+    sm_start
     sm_guid=$(awk '/Using default GUID/ { print $NF; exit }' "$work/opensm.out")
     [ -n "$sm_guid" ] || { cat "$work/opensm.out" >&2; fail "opensm did not say its GUID"; }
     # SMInfo to the port goes to opensm's SMI agent, which answers MASTER.
@@ -520,6 +563,99 @@ case $scenario in
     rc=0
     timeout 30 sminfo -t 200 >"$work/gone-sm" 2>&1 || rc=$?
     [ $rc -ne 0 ] && [ $rc -ne 124 ] || { cat "$work/gone-sm" >&2; fail "sminfo found an SM after opensm died"; }
+    ;;
+  mcast-sm)
+    command -v saquery >/dev/null || { echo "SKIP: saquery is not installed"; exit 77; }
+    sm_start
+    # ib_send_bw -g: the server's QP is attached to the group the SA made,
+    # the client sends to its MLID. -n within the receive queue's depth: no
+    # UD datagram can find the queue empty.
+    perf_pair bw ib_send_bw -g -n 400
+    grep -q 'remote address: LID 0x[cdef][0-9a-f][0-9a-f][0-9a-f] QPN 0xffffff' "$work/bw.client" ||
+      { cat "$work/bw.client" >&2; fail "ib_send_bw -g: the client did not send to a multicast LID"; }
+    awk '$1 == 4096 && $2 == 400 { ok = 1 } END { exit !ok }' "$work/bw.server" ||
+      { cat "$work/bw.server" >&2; fail "ib_send_bw -g: the server did not receive its 400 messages"; }
+    # ib_send_lat -g: each side in its own group, sending to the other's;
+    # for 4 s, while saquery -g finds both groups at the SA.
+    command -v ib_send_lat >/dev/null || { echo "SKIP: perftest is not installed"; exit 77; }
+    (
+      for _ in $(seq 40); do
+        sleep 0.2
+        timeout 10 saquery -g >"$work/mc" 2>&1 || continue
+        if grep -q 'MGID\.*ff01:0:2:c985::$' "$work/mc" && grep -q 'MGID\.*ff01:0:2:c985::1$' "$work/mc"; then
+          touch "$work/seen"
+          break
+        fi
+      done
+    ) &
+    poller=$!
+    perf_pair lat ib_send_lat -g -D 4
+    wait "$poller" || true
+    poller=
+    [ -e "$work/seen" ] || { cat "$work/mc" >&2; fail "saquery -g never showed perftest's two groups"; }
+    grep -B1 -A1 'c985' "$work/mc"
+    awk '$1 == 2 && $2 > 0 { ok = 1 } END { exit !ok }' "$work/lat.client" ||
+      { cat "$work/lat.client" >&2; fail "ib_send_lat -g: no round trips"; }
+    tail -n 2 "$work/lat.client" | head -n 1
+    # Both processes left (the second leave is the port's last): the SA
+    # holds no perftest group any more.
+    run after saquery -g
+    ! grep -q 'c985' "$work/after" || { cat "$work/after" >&2; fail "a perftest group outlived its members"; }
+    grep -c 'Mcast group deleted' "$work/opensm.log" | grep -qx 3 ||
+      { grep -i mcast "$work/opensm.log" >&2; fail "opensm did not delete the three groups perftest made"; }
+    ;;
+  sm-tools)
+    command -v ibqueryerrors >/dev/null && command -v ibping >/dev/null ||
+      { echo "SKIP: infiniband-diags is not installed"; exit 77; }
+    sm_start
+    write_bw 200
+    run clean ibqueryerrors
+    grep -q 'Errors for' "$work/clean" && { cat "$work/clean" >&2; fail "errors reported without faults"; }
+    grep -q '6 nodes checked, 0 bad nodes found' "$work/clean" || { cat "$work/clean" >&2; fail "not 6 clean nodes"; }
+    SOFTVERBS_FAULTS=loss=0.05,corrupt=0.05,seed=11 write_bw 300
+    rc=0
+    timeout 30 ibqueryerrors -r >"$work/bad" 2>&1 || rc=$?  # exits non-zero when it finds errors
+    [ $rc -ne 124 ] || fail "ibqueryerrors timed out"
+    [ "$(grep -c '^Errors for' "$work/bad")" = 1 ] || { cat "$work/bad" >&2; fail "not exactly one node with errors"; }
+    grep -q '^Errors for ".*softverbs0"' "$work/bad" || { cat "$work/bad" >&2; fail "the node with errors is not the device's"; }
+    grep -q 'Link info: .*==>.* "leaf-a"' "$work/bad" || { cat "$work/bad" >&2; fail "the link is not the device's, to leaf-a"; }
+    # ibping: a server registers the vendor ping class in its process; the
+    # client reaches it by LID and by port GUID (resolved through the SA).
+    run pi smpquery portinfo -D 0
+    lid=$(field "$work/pi" Lid)
+    run ni smpquery nodeinfo -D 0
+    guid=$(field "$work/ni" PortGuid)
+    timeout 60 ibping -S >"$work/ping.server" 2>&1 &
+    server=$!
+    # Until its agent is registered a ping is lost: wait for a first pong.
+    for _ in $(seq 50); do
+      timeout 10 ibping -c 1 -t 100 -L "$lid" 2>/dev/null | grep -q ', 1 received' && break
+      kill -0 "$server" 2>/dev/null || { cat "$work/ping.server" >&2; fail "ibping -S exited"; }
+    done
+    run ping-lid ibping -c 3 -L "$lid"
+    grep -q '3 packets transmitted, 3 received, 0% packet loss' "$work/ping-lid" || { cat "$work/ping-lid" >&2; fail "ibping -L $lid lost pings"; }
+    run ping-guid ibping -c 2 -G "$guid"
+    grep -q '2 packets transmitted, 2 received, 0% packet loss' "$work/ping-guid" || { cat "$work/ping-guid" >&2; fail "ibping -G $guid lost pings"; }
+    tail -n 1 "$work/ping-lid"
+    kill -TERM "$server"; wait "$server" 2>/dev/null || true; server=
+    # With the server gone the ping is lost (the test can fail).
+    rc=0
+    timeout 30 ibping -c 1 -t 200 -L "$lid" >"$work/ping-gone" 2>&1 || rc=$?
+    grep -q '1 packets transmitted, 0 received' "$work/ping-gone" || { cat "$work/ping-gone" >&2; fail "a ping was answered with no server"; }
+    if command -v ibsysstat >/dev/null; then
+      timeout 60 ibsysstat -S >"$work/sysstat.server" 2>&1 &
+      server=$!
+      for _ in $(seq 50); do
+        timeout 10 ibsysstat -t 100 "$lid" 2>/dev/null | grep -q 'succeeded' && break
+        kill -0 "$server" 2>/dev/null || { cat "$work/sysstat.server" >&2; fail "ibsysstat -S exited"; }
+      done
+      run sysstat ibsysstat "$lid"
+      grep -q 'sysstat ping succeeded' "$work/sysstat" || { cat "$work/sysstat" >&2; fail "ibsysstat got no answer"; }
+      run sysstat-host ibsysstat "$lid" host
+      [ "$(cat "$work/sysstat-host")" = "$(cat /proc/sys/kernel/hostname).$(cat /proc/sys/kernel/domainname)" ] ||
+        { cat "$work/sysstat-host" >&2; fail "ibsysstat host: not this host's name"; }
+      kill -TERM "$server"; wait "$server" 2>/dev/null || true; server=
+    fi
     ;;
   *) fail "unknown scenario" ;;
 esac

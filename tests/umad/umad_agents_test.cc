@@ -157,7 +157,16 @@ TEST_F(UmadAgents, RegistrationsFollowTheKernelsRules) {
   ASSERT_GE(sa, 0);
   EXPECT_EQ(register_sa(client_), -EINVAL);               // GetTable is taken on this port
   EXPECT_EQ(umad_register(client_, 0x04, 1, 1, nullptr), -EINVAL);  // the PMA has no RMPP
-  EXPECT_EQ(umad_register(client_, 0x30, 1, 0, nullptr), -EINVAL);  // vendor range 2 needs an OUI
+  // Vendor range 2 needs an OUI: umad_register gives OpenIB's (rdma-core's
+  // umad.c), as ibping's client registers class 0x32.
+  uint8_t no_oui[3] = {0, 0, 0};
+  long one_method[16 / sizeof(long)] = {1L << 1};
+  EXPECT_EQ(umad_register_oui(client_, 0x30, 0, no_oui, one_method), -EINVAL);
+  uint8_t openib[3] = {0x00, 0x14, 0x05};
+  const int by_class = umad_register(client_, 0x30, 1, 0, one_method);
+  ASSERT_GE(by_class, 0);
+  EXPECT_EQ(umad_register_oui(server_, 0x30, 0, openib, one_method), -EINVAL);  // same class, OUI, method
+  ASSERT_EQ(umad_unregister(client_, by_class), 0);
   ASSERT_EQ(umad_unregister(server_, sa), 0);
   EXPECT_GE(register_sa(client_), 0);  // free again
 }

@@ -14,7 +14,9 @@
 // out of the port, a class nobody registered, a path off the topology's
 // fabric, an SMP that VL15's buffer had no room for, a registrant that
 // died) comes back after timeout_ms x (retries + 1) with status ETIMEDOUT,
-// queued by one timer thread per process.
+// queued by one timer thread per process. An SA multicast leave whose
+// JoinState bits other processes of the port still hold is answered here
+// (sa_joins.h).
 #include <poll.h>
 #include <sys/socket.h>
 #include <unistd.h>
@@ -28,12 +30,14 @@
 #include <vector>
 
 #include "abi/ibumad/open_port.h"
+#include "abi/ibumad/sa_joins.h"
 #include "abi/ibumad/timeouts.h"
 #include "abi/ibumad/umad_abi.h"
 #include "abi/ibumad/user_agents.h"
 #include "mad/agent.h"
 #include "mad/mad_layout.h"
 #include "mad/rmpp.h"
+#include "mad/sa_mcmember.h"
 #include "mad/user_agent.h"
 #include "verbs/device_attrs.h"
 
@@ -87,6 +91,23 @@ void fill_arrival(ib_user_mad* u, const ib_mad_addr_t& sent, const uint8_t* mad)
   u->addr.lid = htobe16(directed ? mad::kPermissiveLid : a.lid);
   u->addr.sl = sent.sl;
   u->addr.pkey_index = sent.pkey_index;
+}
+
+// A leave whose bits other processes of the port still hold changes
+// nothing at the SA (sa_joins.h): the DeleteResp comes from here, with the
+// record as sent and status 0, as the kernel's multicast module answers a
+// member that is not the group's last.
+void answer_leave_here(OpenPort& port, int agentid, const ib_user_mad& sent, const uint8_t* mad_bytes) {
+  uint8_t record[kRecordBytes] = {};
+  auto* u = reinterpret_cast<ib_user_mad*>(record);
+  fill_arrival(u, sent.addr, mad_bytes);
+  uint8_t* out = record + kUmadHeader;
+  std::memcpy(out, mad_bytes, mad::kMadBytes);
+  mad::ResponseBit::set(out, 1);
+  mad::Status::set(out, 0);
+  u->agent_id = static_cast<uint32_t>(agentid);
+  u->length = kRecordBytes;
+  deliver(port, record, kRecordBytes);
 }
 
 }  // namespace
@@ -213,7 +234,12 @@ mad::AgentRegistration registration(int mgmt_class, int mgmt_version, uint8_t rm
 SV_UMAD_EXPORT int umad_register(int portid, int mgmt_class, int mgmt_version, uint8_t rmpp_version,
                                  long method_mask[16 / sizeof(long)]) {
   uint32_t id;
-  const int rc = register_agent(portid, registration(mgmt_class, mgmt_version, rmpp_version, 0, method_mask), &id);
+  // rdma-core's umad_register names OpenIB's OUI, so a vendor range 2 class
+  // (ibping's 0x32) registers without umad_register_oui, as the kernel
+  // requires an OUI for it.
+  constexpr uint32_t kOpenIbOui = 0x001405;
+  const int rc =
+      register_agent(portid, registration(mgmt_class, mgmt_version, rmpp_version, kOpenIbOui, method_mask), &id);
   return rc < 0 ? rc : static_cast<int>(id);
 }
 
@@ -288,9 +314,19 @@ SV_UMAD_EXPORT int umad_send(int portid, int agentid, void* umad, int length, in
     const uint32_t hi = mad::tid_agent(mad::TransactionId::get(in));
     (void)post_response(pid_of_tag(hi), hi, message.data(), rmpp);
   } else if (mad::for_user_agent(in) && reaches_this_port(in_umad->addr, in)) {
+    const mad::McmChange change = mad::mcmember_change(in);
+    if (change == mad::McmChange::kLeave) {
+      const uint8_t bits = sa_leave_bits(in);
+      if (bits == 0) {
+        answer_leave_here(*port, agentid, *in_umad, in);
+        return 0;
+      }
+      mad::McmJoinState::set(in, bits);  // only what the port as a whole gives up
+    }
     softverbs::umad::AgentAddress to;
     mad::AgentRegistration reg;
     if (find_agent(in, &to, &reg)) {
+      if (change == mad::McmChange::kJoin) note_sa_join(in);
       // user_mad.c: a request's TID names its agent in the upper 32 bits.
       mad::TransactionId::set(in, mad::tid_for_agent(mad::TransactionId::get(in), tag_of_slot(slot)));
       fill_arrival(reinterpret_cast<ib_user_mad*>(message.data()), in_umad->addr, in);

@@ -7,6 +7,7 @@
 // PORT_ACTIVE, the sysfs tree shows the new values, and data flows.
 // Runs as the integration.port-state entry (SOFTVERBS_SM=none); elsewhere,
 // or without infiniband-diags, it skips.
+#include <dlfcn.h>
 #include <gtest/gtest.h>
 #include <poll.h>
 
@@ -31,9 +32,23 @@ std::string read_line(const std::string& path) {
   return line;
 }
 
+#if defined(__SANITIZE_ADDRESS__)
+extern "C" void __asan_init();
+// Debian's tools are not instrumented, and our libraries in this tree are:
+// the ASan runtime must be loaded first (and the tools' own leaks are not
+// ours to report).
+std::string tool_env() {
+  Dl_info info{};
+  if (dladdr(reinterpret_cast<void*>(&__asan_init), &info) == 0 || info.dli_fname == nullptr) return "";
+  return std::string("env LD_PRELOAD=") + info.dli_fname + " ASAN_OPTIONS=detect_leaks=0 ";
+}
+#else
+std::string tool_env() { return ""; }
+#endif
+
 // Debian's tool against our libibumad (beside our libibverbs); its exit status.
 int tool(const std::string& args, std::string* out = nullptr) {
-  const std::string cmd = "timeout 20 " + args + " 2>&1";
+  const std::string cmd = "timeout 20 " + tool_env() + args + " 2>&1";
   FILE* p = popen(cmd.c_str(), "r");
   if (p == nullptr) return -1;
   char buf[512];

@@ -1,9 +1,5 @@
 #include "abi/ibumad/sa_joins.h"
 
-#include <dirent.h>
-#include <fcntl.h>
-#include <sys/file.h>
-#include <sys/stat.h>
 #include <unistd.h>
 
 #include <cerrno>
@@ -14,6 +10,7 @@
 #include <string>
 #include <vector>
 
+#include "abi/ibumad/process_files.h"
 #include "abi/ibumad/umad_abi.h"
 #include "mad/sa_mcmember.h"
 #include "shm/segment.h"
@@ -57,23 +54,6 @@ std::string registry_dir() {
   return seg == nullptr ? std::string() : seg->path() + ".sa-joins";
 }
 
-class DirLock {
- public:
-  explicit DirLock(const std::string& dir) {
-    mkdir(dir.c_str(), 0700);
-    fd_ = open((dir + "/.lock").c_str(), O_RDWR | O_CREAT | O_CLOEXEC, 0600);
-    if (fd_ >= 0) flock(fd_, LOCK_EX);
-  }
-  ~DirLock() {
-    if (fd_ >= 0) close(fd_);
-  }
-  DirLock(const DirLock&) = delete;
-  DirLock& operator=(const DirLock&) = delete;
-
- private:
-  int fd_ = -1;
-};
-
 void hex(const uint8_t* b, char* out) {
   for (int i = 0; i < 16; ++i) std::snprintf(out + 2 * i, 3, "%02x", b[i]);
 }
@@ -91,53 +71,20 @@ bool unhex(const char* s, uint8_t* b) {
 // files of dead ones. REQUIRES: the directory's lock.
 uint8_t others_bits(const std::string& dir, pid_t self, const Membership& m) {
   uint8_t bits = 0;
-  DIR* d = opendir(dir.c_str());
-  if (d == nullptr) return 0;
-  while (dirent* e = readdir(d)) {
-    char* end = nullptr;
-    const long pid = std::strtol(e->d_name, &end, 10);
-    if (pid <= 0 || *end != '\0' || pid == self) continue;
-    const std::string path = dir + "/" + e->d_name;
-    const int fd = open(path.c_str(), O_RDONLY | O_CLOEXEC);
-    if (fd < 0) continue;
-    if (flock(fd, LOCK_EX | LOCK_NB) == 0) {  // its owner is gone
-      unlink(path.c_str());
-      close(fd);
-      continue;
-    }
-    FILE* f = fdopen(fd, "r");
-    if (f == nullptr) {
-      close(fd);
-      continue;
-    }
+  for (const auto& [pid, text] : read_live_files(dir, self)) {
     char mgid[40], port_gid[40];
     unsigned state;
-    while (std::fscanf(f, "%32s %32s %x", mgid, port_gid, &state) == 3) {
+    int used = 0;
+    for (const char* at = text.c_str(); std::sscanf(at, "%32s %32s %x%n", mgid, port_gid, &state, &used) == 3; at += used) {
       Membership o;
       if (unhex(mgid, o.mgid) && unhex(port_gid, o.port_gid) && o.same_group(m)) bits |= static_cast<uint8_t>(state);
     }
-    std::fclose(f);
   }
-  closedir(d);
   return bits;
 }
 
 // REQUIRES: me.mu and the directory's lock.
 void rewrite(Own& me, const std::string& dir) {
-  const std::string path = dir + "/" + std::to_string(me.pid);
-  if (me.held.empty()) {
-    if (me.file >= 0) {
-      unlink(path.c_str());
-      close(me.file);
-      me.file = -1;
-    }
-    return;
-  }
-  if (me.file < 0) {
-    me.file = open(path.c_str(), O_RDWR | O_CREAT | O_TRUNC | O_CLOEXEC, 0600);
-    if (me.file < 0) return;
-    flock(me.file, LOCK_SH);
-  }
   std::string text;
   for (const Membership& m : me.held) {
     char line[96], mgid[33], port_gid[33];
@@ -146,8 +93,7 @@ void rewrite(Own& me, const std::string& dir) {
     std::snprintf(line, sizeof line, "%s %s %x\n", mgid, port_gid, m.join_state);
     text += line;
   }
-  if (ftruncate(me.file, 0) != 0 || pwrite(me.file, text.data(), text.size(), 0) != static_cast<ssize_t>(text.size()))
-    SV_LOG(kWarn, "umad: cannot write %s: %s", path.c_str(), std::strerror(errno));
+  write_own_file(dir, me.pid, &me.file, text);
 }
 
 // REQUIRES: me.mu.

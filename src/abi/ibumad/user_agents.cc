@@ -1,9 +1,6 @@
 #include "abi/ibumad/user_agents.h"
 
-#include <dirent.h>
-#include <fcntl.h>
 #include <pthread.h>
-#include <sys/file.h>
 #include <sys/socket.h>
 #include <sys/stat.h>
 #include <sys/un.h>
@@ -19,6 +16,7 @@
 #include <thread>
 #include <vector>
 
+#include "abi/ibumad/process_files.h"
 #include "abi/ibumad/umad_abi.h"
 #include "util/log.h"
 #include "util/raw_socket.h"
@@ -77,24 +75,6 @@ socklen_t inbox_address(pid_t pid, sockaddr_un* sa) {
   return static_cast<socklen_t>(offsetof(sockaddr_un, sun_path) + 1 + n);
 }
 
-// The directory's lock, held for a scan (shared) or a change (exclusive).
-class DirLock {
- public:
-  DirLock(const std::string& dir, int how) {
-    mkdir(dir.c_str(), 0700);
-    fd_ = open((dir + "/.lock").c_str(), O_RDWR | O_CREAT | O_CLOEXEC, 0600);
-    if (fd_ >= 0) flock(fd_, how);
-  }
-  ~DirLock() {
-    if (fd_ >= 0) close(fd_);  // releases the flock
-  }
-  DirLock(const DirLock&) = delete;
-  DirLock& operator=(const DirLock&) = delete;
-
- private:
-  int fd_ = -1;
-};
-
 std::string encode(const std::vector<Published>& list) {
   std::string s;
   char line[160];
@@ -135,52 +115,13 @@ std::vector<Published> decode(pid_t pid, const std::string& text) {
 // REQUIRES: the directory's lock (either mode).
 std::vector<Published> scan(const std::string& dir) {
   std::vector<Published> all;
-  DIR* d = opendir(dir.c_str());
-  if (d == nullptr) return all;
-  while (dirent* e = readdir(d)) {
-    char* end = nullptr;
-    const long pid = std::strtol(e->d_name, &end, 10);
-    if (pid <= 0 || *end != '\0') continue;
-    const std::string path = dir + "/" + e->d_name;
-    const int fd = open(path.c_str(), O_RDONLY | O_CLOEXEC);
-    if (fd < 0) continue;
-    // Its owner holds a shared flock while it lives.
-    if (flock(fd, LOCK_EX | LOCK_NB) == 0) {
-      unlink(path.c_str());
-      close(fd);
-      continue;
-    }
-    std::string text;
-    char buf[4096];
-    ssize_t n;
-    while ((n = read(fd, buf, sizeof buf)) > 0) text.append(buf, static_cast<size_t>(n));
-    close(fd);
-    for (const Published& p : decode(static_cast<pid_t>(pid), text)) all.push_back(p);
-  }
-  closedir(d);
+  for (const auto& [pid, text] : read_live_files(dir))
+    for (const Published& p : decode(pid, text)) all.push_back(p);
   return all;
 }
 
 // REQUIRES: self().mu and the directory's exclusive lock.
-void rewrite_own_file(Process& me, const std::string& dir) {
-  const std::string path = dir + "/" + std::to_string(me.pid);
-  if (me.published.empty()) {
-    if (me.file >= 0) {
-      unlink(path.c_str());
-      close(me.file);
-      me.file = -1;
-    }
-    return;
-  }
-  if (me.file < 0) {
-    me.file = open(path.c_str(), O_RDWR | O_CREAT | O_TRUNC | O_CLOEXEC, 0600);
-    if (me.file < 0) return;
-    flock(me.file, LOCK_SH);
-  }
-  const std::string text = encode(me.published);
-  if (ftruncate(me.file, 0) != 0 || pwrite(me.file, text.data(), text.size(), 0) != static_cast<ssize_t>(text.size()))
-    SV_LOG(kWarn, "umad: cannot write %s: %s", path.c_str(), std::strerror(errno));
-}
+void rewrite_own_file(Process& me, const std::string& dir) { write_own_file(dir, me.pid, &me.file, encode(me.published)); }
 
 // At exit the file goes with the process (a crash leaves it to the next scan).
 void remove_own_file() {

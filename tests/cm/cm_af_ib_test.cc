@@ -15,7 +15,12 @@
 #include <cstring>
 #include <vector>
 
+#include "cm_events.h"
+
 namespace {
+
+using cm_test::expect_and_ack;
+using cm_test::expect_event;
 
 uint16_t next_port() {
   static uint16_t port = static_cast<uint16_t>(40000 + getpid() % 20000);
@@ -44,30 +49,6 @@ sockaddr_ib ib_addr(const ibv_gid& gid, uint64_t sid, uint64_t mask) {
   a.sib_sid = htobe64(sid);
   a.sib_sid_mask = htobe64(mask);
   return a;
-}
-
-rdma_cm_event* expect_event(rdma_event_channel* ch, rdma_cm_event_type want) {
-  pollfd p{ch->fd, POLLIN, 0};
-  if (poll(&p, 1, 5000) != 1) {
-    ADD_FAILURE() << "no event within 5 s, waiting for " << rdma_event_str(want);
-    return nullptr;
-  }
-  rdma_cm_event* ev = nullptr;
-  if (rdma_get_cm_event(ch, &ev) != 0) {
-    ADD_FAILURE() << "rdma_get_cm_event: " << std::strerror(errno);
-    return nullptr;
-  }
-  if (ev->event != want) {
-    ADD_FAILURE() << "got " << rdma_event_str(ev->event) << " (status " << ev->status << "), want "
-                  << rdma_event_str(want);
-    rdma_ack_cm_event(ev);
-    return nullptr;
-  }
-  return ev;
-}
-
-void expect_and_ack(rdma_event_channel* ch, rdma_cm_event_type want) {
-  if (rdma_cm_event* ev = expect_event(ch, want)) rdma_ack_cm_event(ev);
 }
 
 const sockaddr_ib* as_ib(const sockaddr* sa) { return reinterpret_cast<const sockaddr_ib*>(sa); }

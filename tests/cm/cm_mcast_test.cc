@@ -15,7 +15,11 @@
 #include <string>
 #include <thread>
 
+#include "cm_events.h"
+
 namespace {
+
+using cm_test::expect_event;
 
 constexpr uint32_t kUdpQkey = 0x01234567;
 constexpr size_t kGrh = 40;
@@ -27,26 +31,6 @@ sockaddr_in ipv4(const char* text) {
   return a;
 }
 sockaddr* sa(sockaddr_in& a) { return reinterpret_cast<sockaddr*>(&a); }
-
-rdma_cm_event* next_event(rdma_event_channel* ch, rdma_cm_event_type want) {
-  pollfd p{ch->fd, POLLIN, 0};
-  if (poll(&p, 1, 5000) != 1) {
-    ADD_FAILURE() << "no event within 5 s, waiting for " << rdma_event_str(want);
-    return nullptr;
-  }
-  rdma_cm_event* ev = nullptr;
-  if (rdma_get_cm_event(ch, &ev) != 0) {
-    ADD_FAILURE() << "rdma_get_cm_event: " << std::strerror(errno);
-    return nullptr;
-  }
-  if (ev->event != want) {
-    ADD_FAILURE() << "got " << rdma_event_str(ev->event) << " (status " << ev->status << "), want "
-                  << rdma_event_str(want);
-    rdma_ack_cm_event(ev);
-    return nullptr;
-  }
-  return ev;
-}
 
 // One completion of `cq` within `ms`, or false.
 bool poll_one(ibv_cq* cq, ibv_wc* wc, int ms) {
@@ -69,7 +53,7 @@ struct Member {
     ASSERT_EQ(rdma_create_id(ch, &id, this, RDMA_PS_UDP), 0);
     sockaddr_in src = ipv4("127.0.0.1");
     ASSERT_EQ(rdma_resolve_addr(id, sa(src), sa(group), 2000), 0) << std::strerror(errno);
-    if (rdma_cm_event* ev = next_event(ch, RDMA_CM_EVENT_ADDR_RESOLVED)) rdma_ack_cm_event(ev);
+    if (rdma_cm_event* ev = expect_event(ch, RDMA_CM_EVENT_ADDR_RESOLVED)) rdma_ack_cm_event(ev);
     ASSERT_NE(id->verbs, nullptr);
     ibv_qp_init_attr attr{};
     attr.cap.max_send_wr = attr.cap.max_recv_wr = 8;
@@ -123,7 +107,7 @@ class CmMcast : public ::testing::Test {
     attr.addr = sa(group);
     int marker = 0;
     ASSERT_EQ(rdma_join_multicast_ex(m.id, &attr, &marker), 0) << std::strerror(errno);
-    rdma_cm_event* ev = next_event(ch_, RDMA_CM_EVENT_MULTICAST_JOIN);
+    rdma_cm_event* ev = expect_event(ch_, RDMA_CM_EVENT_MULTICAST_JOIN);
     ASSERT_NE(ev, nullptr);
     EXPECT_EQ(ev->id, m.id);
     EXPECT_EQ(ev->status, 0);
@@ -274,7 +258,7 @@ TEST_F(CmMcast, BadJoinsFailAsTheKernelsDo) {
 
   // Bound, without a QP: the join is made, nothing to attach.
   ASSERT_EQ(rdma_join_multicast(id, sa(group), nullptr), 0) << std::strerror(errno);
-  if (rdma_cm_event* ev = next_event(ch_, RDMA_CM_EVENT_MULTICAST_JOIN)) rdma_ack_cm_event(ev);
+  if (rdma_cm_event* ev = expect_event(ch_, RDMA_CM_EVENT_MULTICAST_JOIN)) rdma_ack_cm_event(ev);
   ASSERT_EQ(rdma_leave_multicast(id, sa(group)), 0);
   rdma_destroy_id(id);
 

@@ -17,6 +17,8 @@
 #include <string>
 #include <vector>
 
+#include "test_child.h"
+
 namespace {
 
 constexpr int kMad = 256;
@@ -218,27 +220,8 @@ TEST(UmadAgentsServer, Serve) {
 TEST_F(UmadAgents, AnotherProcessServesAndItsDeathTimesOut) {
   int ready[2];
   ASSERT_EQ(pipe(ready), 0);
-  // Everything exec needs is made before the fork (the child only execs).
-  std::string ready_var = "SV_UMAD_SERVE_READY_FD=" + std::to_string(ready[1]);
-  std::vector<char*> env;
-  for (char** e = environ; *e != nullptr; ++e) env.push_back(*e);
-  env.push_back(ready_var.data());
-  env.push_back(nullptr);
-  char name[] = "softverbs_umad_tests", filter[] = "--gtest_filter=UmadAgentsServer.Serve";
-  char* argv[] = {name, filter, nullptr};
-  const pid_t child = fork();
-  ASSERT_GE(child, 0);
-  if (child == 0) {
-    execve("/proc/self/exe", argv, env.data());
-    _exit(127);
-  }
-  // Killed by its PID whatever happens below (it also gives up after 10 s idle).
-  struct Reap {
-    pid_t pid;
-    ~Reap() {
-      if (pid > 0 && kill(pid, SIGKILL) == 0) waitpid(pid, nullptr, 0);
-    }
-  } reap{child};
+  TestChild child("UmadAgentsServer.Serve", "SV_UMAD_SERVE_READY_FD=" + std::to_string(ready[1]));
+  ASSERT_GE(child.pid(), 0);
   close(ready[1]);
   char ok = 0;
   ASSERT_EQ(read(ready[0], &ok, 1), 1);
@@ -254,9 +237,7 @@ TEST_F(UmadAgents, AnotherProcessServesAndItsDeathTimesOut) {
   EXPECT_EQ(len, 56 + 3 * 112);
   EXPECT_EQ(be_at(whole.mad() + 8, 8) & 0xffffffffu, 0xabcu);
 
-  ASSERT_EQ(kill(child, SIGKILL), 0);
-  ASSERT_EQ(waitpid(child, nullptr, 0), child);
-  reap.pid = 0;
+  ASSERT_TRUE(child.kill_and_reap());
   const auto start = Clock::now();
   ASSERT_EQ(umad_send(client_, me, req.umad(), kMad, 100, 0), 0);
   len = 56 + 3 * 112;

@@ -14,6 +14,8 @@
 #include <string>
 #include <vector>
 
+#include "test_child.h"
+
 namespace {
 
 constexpr int kMad = 256;
@@ -90,25 +92,8 @@ TEST(UmadSaJoins, ALeaveAnotherProcessStillHoldsIsAnsweredHere) {
 
   int ready[2];
   ASSERT_EQ(pipe(ready), 0);
-  std::string ready_var = "SV_UMAD_JOIN_READY_FD=" + std::to_string(ready[1]);
-  std::vector<char*> env;
-  for (char** e = environ; *e != nullptr; ++e) env.push_back(*e);
-  env.push_back(ready_var.data());
-  env.push_back(nullptr);
-  char name[] = "softverbs_umad_tests", filter[] = "--gtest_filter=UmadSaJoinsMember.Join";
-  char* argv[] = {name, filter, nullptr};
-  const pid_t child = fork();
-  ASSERT_GE(child, 0);
-  if (child == 0) {
-    execve("/proc/self/exe", argv, env.data());
-    _exit(127);
-  }
-  struct Reap {  // killed by its PID whatever happens below
-    pid_t pid;
-    ~Reap() {
-      if (pid > 0 && kill(pid, SIGKILL) == 0) waitpid(pid, nullptr, 0);
-    }
-  } reap{child};
+  TestChild child("UmadSaJoinsMember.Join", "SV_UMAD_JOIN_READY_FD=" + std::to_string(ready[1]));
+  ASSERT_GE(child.pid(), 0);
   close(ready[1]);
   // The member's join reaches the SA here, which answers it.
   Buffer got;
@@ -158,9 +143,7 @@ TEST(UmadSaJoins, ALeaveAnotherProcessStillHoldsIsAnsweredHere) {
 
   // Once that process is gone, its membership no longer counts: the next
   // leave reaches the SA.
-  ASSERT_EQ(kill(child, SIGKILL), 0);
-  ASSERT_EQ(waitpid(child, nullptr, 0), child);
-  reap.pid = 0;
+  ASSERT_TRUE(child.kill_and_reap());
   ASSERT_EQ(umad_send(client, me, join2.umad(), kMad, 2000, 0), 0);
   ASSERT_EQ(umad_recv(server, got.umad(), &len, 5000), sa);
   answer(server, sa, got);

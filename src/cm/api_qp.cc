@@ -88,10 +88,16 @@ int create_qp_ex(rdma_cm_id* pub, ibv_qp_init_attr_ex* attr) {
 void destroy_qp(rdma_cm_id* pub) {
   if (pub == nullptr) return;
   CmId* id = from_pub(pub);
-  if (id->pub.qp != nullptr) {
-    ibv_destroy_qp(id->pub.qp);
+  ibv_qp* qp = nullptr;
+  {
+    // The agent thread moves an id's QP to Error on the peer's DREQ, under
+    // mu (qp_to_error): taken from the id first, the QP is never modified
+    // while it is destroyed.
+    std::lock_guard<std::mutex> lock(Agent::get().mu);
+    qp = id->pub.qp;
     id->pub.qp = nullptr;
   }
+  if (qp != nullptr) ibv_destroy_qp(qp);
   if (!id->own_cqs) return;
   if (id->pub.send_cq != nullptr && id->pub.send_cq != id->pub.recv_cq) ibv_destroy_cq(id->pub.send_cq);
   if (id->pub.recv_cq != nullptr) ibv_destroy_cq(id->pub.recv_cq);

@@ -12,6 +12,7 @@
 #include <cstring>
 #include <string>
 
+#include "cm/held_disconnect.h"
 #include "cm/protocol.h"
 #include "util/log.h"
 
@@ -221,6 +222,7 @@ void Agent::run() {
         timeout_ms = ms > INT_MAX ? INT_MAX : int(ms);
       }
       if (watching_ && (timeout_ms < 0 || timeout_ms > kWatchMs)) timeout_ms = kWatchMs;
+      if (holding_ && (timeout_ms < 0 || timeout_ms > kHoldCheckMs)) timeout_ms = kHoldCheckMs;
     }
     if (poll(fds.data(), fds.size(), timeout_ms) < 0 && errno != EINTR) {
       SV_LOG(kError, "CM agent: poll failed: %s", std::strerror(errno));
@@ -238,6 +240,7 @@ void Agent::run() {
       d->ep->drain([d](const uint8_t* mad, const MadSource& from) { on_mad(d, mad, from); });
     }
     const uint64_t now = now_ns();
+    if (holding_) holding_ = release_held_disconnects(now);
     on_timers(now);
     if (now >= next_watch_ns_) {
       watching_ = check_peers();

@@ -73,6 +73,12 @@ class Agent {
   // Some connection's peer shares our port: look every kWatchMs whether its
   // process still lives (check_peers). REQUIRES: mu held.
   void watch();
+  // Some id's DISCONNECTED is held (held_disconnect.h): look every
+  // kHoldCheckMs until none is. REQUIRES: mu held.
+  void hold() {
+    holding_ = true;
+    wake();
+  }
 
  private:
   Agent() = default;
@@ -89,6 +95,7 @@ class Agent {
   int wake_fd_ = -1;
   static constexpr int kWatchMs = 500;
   bool watching_ = false;
+  bool holding_ = false;
   bool exiting_ = false;  // the process exits: the thread stops (goodbye)
   uint64_t next_watch_ns_ = 0;
 };

@@ -250,8 +250,12 @@ int disconnect(rdma_cm_id* pub) {
       id->state = IdState::kDreqSent;
       send_dreq(id, true);
       return 0;
-    case IdState::kDreqSent:
     case IdState::kTimewait:
+      // The application decided to go down: its DISCONNECTED need not wait
+      // for its polls (held_disconnect.h).
+      release_held_disconnect(id);
+      return 0;
+    case IdState::kDreqSent:
     case IdState::kClosed:
       return 0;  // already disconnected (by the peer's DREQ, say)
     default:

@@ -97,6 +97,10 @@ struct CmId {
   // The last MAD sent that expects an answer, resent on timeout.
   uint8_t last_mad[wire::cm::kMadBytes]{};
   uint64_t deadline_ns = 0;  // 0: no timer
+  // The peer's DISCONNECTED, held until this time at most (held_disconnect.h);
+  // 0: none held. The QP's send and receive CQs' producer counts at its DREQ.
+  uint64_t disconnect_held_until_ns = 0;
+  uint64_t held_cq_marks[2] = {};
   uint64_t timeout_ns = 0;
   int retries_left = 0;
   std::vector<McastJoin> mcasts;

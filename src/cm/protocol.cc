@@ -22,6 +22,7 @@
 
 #include "cm/address.h"
 #include "cm/event_channel.h"
+#include "cm/held_disconnect.h"
 #include "cm/protocol.h"
 #include "util/log.h"
 #include "wire/cma_hdr.h"
@@ -440,9 +441,15 @@ void handle_mra(const uint8_t* mad) {
   id->deadline_ns = now_ns() + wc::timeout_ns(mra.service_timeout) + id->timeout_ns;
 }
 
-void enter_timewait(CmId* id) {
+// `held`: DISCONNECTED waits for the application's polls (held_disconnect.h).
+void enter_timewait(CmId* id, bool held = false) {
   id->state = IdState::kTimewait;
   Agent::get().arm(id, wc::timeout_ns(id->ack_timeout), 0);
+  if (held) {
+    Agent::get().hold();
+    return;
+  }
+  id->disconnect_held_until_ns = 0;
   post(id, new_event(id, RDMA_CM_EVENT_DISCONNECTED, 0, nullptr, 0, nullptr));
 }
 
@@ -459,11 +466,13 @@ void handle_dreq(Device* dev, const wc::MadHeader& hdr, const uint8_t* mad, cons
   switch (id->state) {
     case IdState::kEstablished:
     case IdState::kRepSent:
-    case IdState::kRepReceived:
+    case IdState::kRepReceived: {
+      const bool held = hold_disconnect(id, now_ns());  // before the flushes of qp_to_error
       qp_to_error(id);
       Agent::get().disarm(id);
-      enter_timewait(id);
+      enter_timewait(id, held);
       break;
+    }
     case IdState::kDreqSent:  // both sides disconnected at once
       Agent::get().disarm(id);
       enter_timewait(id);
@@ -542,10 +551,11 @@ bool check_peers() {
   }
   for (CmId* id : gone) {
     SV_LOG(kDebug, "CM: the peer of comm ID %#x is gone", id->local_comm_id);
+    const bool held = id->state == IdState::kEstablished && hold_disconnect(id, now_ns());
     qp_to_error(id);
     Agent::get().disarm(id);
     if (id->state == IdState::kEstablished) {
-      enter_timewait(id);
+      enter_timewait(id, held);
     } else {  // it died before the connection was established
       id->state = IdState::kClosed;
       queue_event(id, RDMA_CM_EVENT_UNREACHABLE, -ETIMEDOUT);
@@ -574,12 +584,31 @@ void on_timeout(CmId* id) {
       queue_event(id, RDMA_CM_EVENT_UNREACHABLE, -ETIMEDOUT);
       return;
     case IdState::kTimewait:
+      release_held_disconnect(id);
       id->state = IdState::kClosed;
       if (id->pub.qp != nullptr || id->conn_qp_num != 0) queue_event(id, RDMA_CM_EVENT_TIMEWAIT_EXIT, 0);
       return;
     default:
       return;
   }
+}
+
+void release_held_disconnect(CmId* id) {
+  if (id->disconnect_held_until_ns == 0) return;
+  id->disconnect_held_until_ns = 0;
+  post(id, new_event(id, RDMA_CM_EVENT_DISCONNECTED, 0, nullptr, 0, nullptr));
+}
+
+bool release_held_disconnects(uint64_t now) {
+  bool still = false;
+  for (CmId* id : Agent::get().ids()) {
+    if (id->disconnect_held_until_ns == 0) continue;
+    if (hold_over(id, now))
+      release_held_disconnect(id);
+    else
+      still = true;
+  }
+  return still;
 }
 
 }  // namespace softverbs::cm

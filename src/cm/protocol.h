@@ -39,6 +39,12 @@ int qp_to_rts(CmId* id);
 // Moves the id's QP to the error state (disconnect, reject).
 void qp_to_error(CmId* id);
 
+// The peer's DISCONNECTED that waits for the application's polls
+// (held_disconnect.h) is queued now, if there is one.
+void release_held_disconnect(CmId* id);
+// Queues every held DISCONNECTED whose wait is over; true while some remain.
+bool release_held_disconnects(uint64_t now);
+
 // A DREQ for the id's connection, not awaited (rdma_destroy_id, exit).
 void say_goodbye(CmId* id);
 

@@ -431,6 +431,79 @@ TEST_F(CmApi, AQpMadeElsewhereMovesThroughInitQpAttr) {
   ibv_destroy_cq(cq);
 }
 
+// The peer sends one message and disconnects while the receiver has not
+// polled it: DISCONNECTED waits for that poll (cm/held_disconnect.h), so a
+// consumer that destroys its QP on DISCONNECTED (ofi_rxm) does not lose the
+// message with the QP's completions.
+class CmHeldDisconnect : public CmApi {
+ protected:
+  // Connects, then the client sends `in_` one message, which the server has
+  // a receive for, and disconnects once its send completed.
+  void send_then_disconnect() {
+    listen();
+    resolve_client();
+    rdma_conn_param cp{};
+    cp.retry_count = cp.rnr_retry_count = 7;
+    ASSERT_EQ(rdma_connect(client_, &cp), 0);
+    rdma_cm_id* child = take_request();
+    ASSERT_NE(child, nullptr);
+    create_qp(child);
+    rmr_ = rdma_reg_msgs(child, in_, sizeof in_);
+    ASSERT_NE(rmr_, nullptr);
+    ASSERT_EQ(rdma_post_recv(child, nullptr, in_, sizeof in_, rmr_), 0);
+    ASSERT_EQ(rdma_accept(child, nullptr), 0);
+    expect_and_ack(client_ch_, RDMA_CM_EVENT_ESTABLISHED);
+    expect_and_ack(server_ch_, RDMA_CM_EVENT_ESTABLISHED);
+    char out[16] = "last words";
+    ibv_mr* smr = rdma_reg_msgs(client_, out, sizeof out);
+    ASSERT_NE(smr, nullptr);
+    ASSERT_EQ(rdma_post_send(client_, nullptr, out, sizeof out, smr, 0), 0);
+    ibv_wc wc{};
+    ASSERT_EQ(rdma_get_send_comp(client_, &wc), 1);
+    ASSERT_EQ(wc.status, IBV_WC_SUCCESS) << "the message sits in the server's CQ";
+    rdma_dereg_mr(smr);
+    ASSERT_EQ(rdma_disconnect(client_), 0);
+    disconnected_at_ = std::chrono::steady_clock::now();
+    expect_and_ack(client_ch_, RDMA_CM_EVENT_DISCONNECTED);
+  }
+  void TearDown() override {
+    if (rmr_ != nullptr) rdma_dereg_mr(rmr_);
+    CmApi::TearDown();
+  }
+  char in_[16] = {};
+  ibv_mr* rmr_ = nullptr;
+  std::chrono::steady_clock::time_point disconnected_at_;
+};
+
+TEST_F(CmHeldDisconnect, DisconnectedWaitsForThePollOfWhatCameBefore) {
+  send_then_disconnect();
+  EXPECT_FALSE(readable(server_ch_->fd, 150)) << "DISCONNECTED before the receive was polled";
+  ibv_wc wc{};
+  ASSERT_EQ(ibv_poll_cq(child_->recv_cq, 1, &wc), 1);
+  EXPECT_EQ(wc.status, IBV_WC_SUCCESS);
+  EXPECT_STREQ(in_, "last words");
+  EXPECT_TRUE(readable(server_ch_->fd, 200)) << "the poll released DISCONNECTED";
+  expect_and_ack(server_ch_, RDMA_CM_EVENT_DISCONNECTED);
+}
+
+TEST_F(CmHeldDisconnect, AnUnpolledCqHoldsItHalfASecondAtMost) {
+  send_then_disconnect();
+  expect_and_ack(server_ch_, RDMA_CM_EVENT_DISCONNECTED);
+  const auto waited = std::chrono::steady_clock::now() - disconnected_at_;
+  EXPECT_GE(waited, std::chrono::milliseconds(450));
+  EXPECT_LT(waited, std::chrono::milliseconds(3000));
+  ibv_wc wc{};
+  ASSERT_EQ(ibv_poll_cq(child_->recv_cq, 1, &wc), 1) << "the completion is still there";
+  EXPECT_EQ(wc.status, IBV_WC_SUCCESS);
+}
+
+TEST_F(CmHeldDisconnect, RdmaDisconnectReleasesIt) {
+  send_then_disconnect();
+  ASSERT_EQ(rdma_disconnect(child_), 0);
+  EXPECT_TRUE(readable(server_ch_->fd, 200)) << "the application went down itself";
+  expect_and_ack(server_ch_, RDMA_CM_EVENT_DISCONNECTED);
+}
+
 TEST(CmDevices, GetDevicesGivesTheContextsIdsUse) {
   int n = 0;
   ibv_context** list = rdma_get_devices(&n);

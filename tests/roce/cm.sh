@@ -31,6 +31,10 @@
 #              group (the IPv4-mapped MGID ::ffff:239.1.2.3, an IP group
 #              on the veth) each receives the 10 datagrams a sender in B
 #              sends to it; mckey-v6 likewise with ff0e::5:6 on IPv6 ports
+#   tools      IPv4 then IPv6: rping -q -V (QPs the program makes and moves
+#              itself, data validated), rdma_server / rdma_client
+#              (synchronous ids), and cmtime -c 100 (100 connections set up
+#              and torn down at once)
 #   no-listener  a client to a port nobody listens on in the other
 #              namespace: RDMA_CM_EVENT_REJECTED (status 8), promptly
 #   rspreload  a plain TCP echo program (tests/cm/socket_echo.cc, the 3rd
@@ -215,6 +219,35 @@ case $scenario in
     wait "$server" || true
     grep -q 'server DISCONNECT EVENT' "$work/server.out" || fail "server: $(cat "$work/server.out")"
     echo "client exited connected: the server on the other host got DISCONNECTED within $ms ms"
+    ;;
+  tools)
+    for v in 4 6; do
+      if [ $v = 6 ]; then
+        env_a=(LD_LIBRARY_PATH="$lib" SOFTVERBS_ROCE_ADDR="$ADDR6_A" SOFTVERBS_DEVICE_PATH=/dev/shm/softverbs-itest-cm-$$-a6)
+        env_b=(LD_LIBRARY_PATH="$lib" SOFTVERBS_ROCE_ADDR="$ADDR6_B" SOFTVERBS_DEVICE_PATH=/dev/shm/softverbs-itest-cm-$$-b6)
+        a=$ADDR6_A
+      else
+        a=$ADDR_A
+      fi
+      port=$((port + 1))
+      pair "rping -q -V (IPv$v)" 'RDMA_CM_EVENT_REJECTED, error 8' 'rdma-ping-9: ' rping -s -a "$a" -p $port -C 10 -q -v -V -- \
+        rping -c -a "$a" -p $port -C 10 -q -v -V
+      port=$((port + 1))
+      pair "rdma_server / rdma_client (IPv$v)" 'rdma_connect: Connection refused' 'end 0' rdma_server -s "$a" -p $port -- \
+        rdma_client -s "$a" -p $port
+      # cmtime's server never exits: it is killed (by PID) with the rest.
+      port=$((port + 1))
+      spawn in_a env "${env_a[@]}" timeout 100 cmtime -b "$a" -p $port > "$work/cmtime-server.out" 2>&1
+      sleep 0.2
+      for _ in $(seq 100); do
+        in_b env "${env_b[@]}" timeout 100 cmtime -s "$a" -p $port -c 100 > "$work/client.out" 2>&1 && break
+        grep -q 'RDMA_CM_EVENT_REJECTED' "$work/client.out" || fail "cmtime client: $(cat "$work/client.out")"
+        sleep 0.1
+      done
+      grep -qE '^connect +:' "$work/client.out" || fail "cmtime client: $(cat "$work/client.out")"
+      echo "cmtime -c 100 (IPv$v) over softverbs_roce0:"
+      grep -E '^(resolve addr|connect|disconnect) +:' "$work/client.out"
+    done
     ;;
   rping-v6)
     env_a=(LD_LIBRARY_PATH="$lib" SOFTVERBS_ROCE_ADDR="$ADDR6_A" SOFTVERBS_DEVICE_PATH=/dev/shm/softverbs-itest-cm-$$-a)

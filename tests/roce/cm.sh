@@ -12,7 +12,7 @@
 #              and SIDR_REP likewise
 #   ucmatose   ucmatose, 4 connections; udaddy: 2 SIDR resolutions
 #   udaddy     (datagrams both ways on each side: "return status 0")
-#   perftest   ib_write_bw -R, and ib_send_lat -R -c UD (SIDR)
+#   perftest   the eight perftest tools with -R, and ib_send_lat -R -c UD (SIDR)
 #   rping-v6   rping over IPv6 addresses (IPv6 CMA header, GRHs)
 #   loss       ucmatose -c 20 with 5 % of every datagram lost both ways
 #              (SOFTVERBS_FAULTS): CM retries and duplicates, still connects
@@ -120,7 +120,7 @@ rping_pair() {
 # pair <name> <retry pattern> <success pattern> <server command> -- <client command>:
 # server in A, client in B; the client is rerun while its output matches
 # the retry pattern (nobody listens yet), and both must print the success
-# pattern and exit 0.
+# pattern (the server SERVER_OK instead, where set) and exit 0.
 pair() {
   local name=$1 retry=$2 ok=$3
   shift 3
@@ -135,18 +135,18 @@ pair() {
   # survive an early reject (it reuses the id it destroyed).
   if [ -n "${READY:-}" ]; then
     for _ in $(seq 200); do grep -qE "$READY" "$work/server.out" && break; sleep 0.05; done
-    sleep 0.3
+    sleep "${READY_DELAY:-0.3}"
   else
     sleep 0.2
   fi
   for _ in $(seq 100); do
-    in_b env "${env_b[@]}" timeout 60 "${client_cmd[@]}" > "$work/client.out" 2>&1 && break
+    in_b env "${env_b[@]}" timeout 60 stdbuf -o0 "${client_cmd[@]}" > "$work/client.out" 2>&1 && break
     grep -qE "$retry" "$work/client.out" || fail "$name client: $(cat "$work/client.out")"
     sleep 0.1
   done
   grep -qE "$ok" "$work/client.out" || fail "$name client: $(cat "$work/client.out")"
   wait "$server" || fail "$name server: $(cat "$work/server.out")"
-  grep -qE "$ok" "$work/server.out" || fail "$name server: $(cat "$work/server.out")"
+  grep -qE "${SERVER_OK:-$ok}" "$work/server.out" || fail "$name server: $(cat "$work/server.out")"
   echo "$name over softverbs_roce0, $ADDR_B -> $ADDR_A: passed"
 }
 
@@ -374,8 +374,16 @@ case $scenario in
   perftest)
     command -v ib_write_bw > /dev/null || { echo "SKIP: perftest is not installed"; exit 77; }
     pt=(-d softverbs_roce0 -R -x 0 -n 100)
-    READY='Waiting for client to connect' pair "ib_write_bw -R" 'Unexpected CM event bl blka 8$|RDMA_CM_EVENT_REJECTED; error: 8\.' '^ 65536 +100 ' \
-      ib_write_bw "${pt[@]}" -- ib_write_bw "${pt[@]}" "$ADDR_A"
+    for tool in ib_write_bw ib_write_lat ib_read_bw ib_read_lat ib_send_bw ib_send_lat ib_atomic_bw ib_atomic_lat; do
+      # The READ and atomic latency servers only answer: they print no figures.
+      server_ok='^ [0-9]+ +100 '
+      case $tool in ib_read_lat|ib_atomic_lat) server_ok='Waiting for client to connect' ;; esac
+      # perftest says it waits a little before it listens, and its client
+      # does not survive an early reject (it reuses the id it destroyed:
+      # a crash or a hang), so the client starts a second later.
+      SERVER_OK=$server_ok READY_DELAY=1 READY='Waiting for client to connect' pair "$tool -R" 'Unexpected CM event bl blka 8$|RDMA_CM_EVENT_REJECTED; error: 8\.' '^ [0-9]+ +100 ' \
+        "$tool" "${pt[@]}" -- "$tool" "${pt[@]}" "$ADDR_A"
+    done
     READY='Waiting for client to connect' pair "ib_send_lat -R -c UD" 'RDMA_CM_EVENT_UNREACHABLE; error: 1\.' '^ 2 +100 ' \
       ib_send_lat "${pt[@]}" -c UD -- ib_send_lat "${pt[@]}" -c UD "$ADDR_A"
     ;;

@@ -28,6 +28,8 @@
 # an SA MCMemberRecord join, then ibv_attach_mcast with the MGID and the
 # MLID opensm hands out) moves its data between two processes, saquery -g
 # shows the groups while they run, and both processes' SA leaves succeed.
+# issm: the device port's IsSM bit (smpquery portinfo, ibstat, saquery -s)
+# while opensm runs, and not after it is killed.
 # sm-tools: with opensm running, ibqueryerrors without --skip-sl (it asks
 # the SA for SLs) names the device's link after a faulty data run; ibping
 # and ibsysstat round trips to a server in another process (vendor classes).
@@ -563,6 +565,38 @@ case $scenario in
     rc=0
     timeout 30 sminfo -t 200 >"$work/gone-sm" 2>&1 || rc=$?
     [ $rc -ne 0 ] && [ $rc -ne 124 ] || { cat "$work/gone-sm" >&2; fail "sminfo found an SM after opensm died"; }
+    ;;
+  issm)
+    # The port's IsSM bit while opensm holds the issm file that
+    # umad_get_issm_path names (as it opens /dev/infiniband/issmN on
+    # hardware); the SA's SM port records (PortInfoRecords with IsSM) list
+    # its port; killed, its file goes and the bit with it.
+    command -v saquery >/dev/null || { echo "SKIP: saquery is not installed"; exit 77; }
+    has_issm() { awk '/^CapMask:/ { on = 1; next } on && /^[A-Za-z]/ { on = 0 } on && $1 == "IsSM" { f = 1 } END { exit !f }' "$1"; }
+    run pi0 smpquery -D portinfo 0
+    ! has_issm "$work/pi0" || { cat "$work/pi0" >&2; fail "IsSM before any SM"; }
+    sm_start
+    run sm sminfo
+    sm_lid=$(awk '{ print $4; exit }' "$work/sm")
+    run pi1 smpquery portinfo "$sm_lid"
+    has_issm "$work/pi1" || { cat "$work/pi1" >&2; fail "no IsSM on opensm's port (LID $sm_lid)"; }
+    grep -m1 -A3 '^CapMask' "$work/pi1"
+    run ibstat1 ibstat softverbs0 1
+    cap=$(awk '/Capability mask:/ { print $3 }' "$work/ibstat1")
+    [ $(( cap & 2 )) -ne 0 ] || { cat "$work/ibstat1" >&2; fail "ibstat: no IsSM in the capability mask ($cap)"; }
+    run smports saquery -s
+    cat "$work/smports"
+    [ "$(grep -c '^PortInfoRecord dump' "$work/smports")" = 1 ] || { cat "$work/smports" >&2; fail "saquery -s: not one SM port"; }
+    [ "$(( $(awk -F'[.]+' '/EndPortLid/ { print $2; exit }' "$work/smports") + 0 ))" = "$sm_lid" ] ||
+      { cat "$work/smports" >&2; fail "saquery -s: not opensm's LID $sm_lid"; }
+    kill -KILL "$sm_pid"
+    wait "$sm_pid" 2>/dev/null || true
+    sm_pid=
+    run pi2 smpquery portinfo "$sm_lid"
+    ! has_issm "$work/pi2" || { cat "$work/pi2" >&2; fail "IsSM after opensm was killed"; }
+    run ibstat2 ibstat softverbs0 1
+    cap=$(awk '/Capability mask:/ { print $3 }' "$work/ibstat2")
+    [ $(( cap & 2 )) -eq 0 ] || { cat "$work/ibstat2" >&2; fail "ibstat: IsSM after opensm was killed ($cap)"; }
     ;;
   mcast-sm)
     command -v saquery >/dev/null || { echo "SKIP: saquery is not installed"; exit 77; }

@@ -56,6 +56,23 @@ using CounterSelect = BeField<2, 2>;
 constexpr size_t kFirst = 4;  // counter n at kFirst + n x its width
 }  // namespace per_lane
 
+// IBA 16.1.4.2 PortRcvErrorDetails, 16.1.4.3 PortXmitDiscardDetails: after
+// PortSelect and CounterSelect, 16-bit counters; CounterSelect bit n names
+// the n-th. Fields nothing here counts stay 0 (-1 below).
+namespace details {
+constexpr size_t kFirst = 4;
+constexpr size_t kWidth = 2;
+constexpr int kRcvError[6] = {kLocalPhysicalErrors, kMalformedPktErrors,
+                              -1,   // PortBufferOverrunErrors: no link-level flow control to overrun
+                              -1,   // PortDLIDMappingErrors: a switch relay's
+                              -1,   // PortVLMappingErrors: a switch relay's
+                              -1};  // PortLoopingErrors: a switch relay's
+constexpr int kXmitDiscard[4] = {kInactiveDiscards,
+                                 -1,   // PortNeighborMTUDiscards: an oversized request fails when posted
+                                 -1,   // PortSwLifetimeLimitDiscards: switches only
+                                 -1};  // PortSwHOQLifetimeLimitDiscards: switches only
+}  // namespace details
+
 // The PortCounters fields stop at their largest value rather than wrap.
 template <class F>
 void set_saturated(uint8_t* d, uint64_t v) {
@@ -95,6 +112,24 @@ MadStatus answer_per_lane(const PmaCounters& now, bool set, unsigned first, cons
   return MadStatus::kOk;
 }
 
+// A details attribute: `n` 16-bit fields fed by `fields` (PmaCounter, or -1
+// for none); they stop at their largest value rather than wrap.
+MadStatus answer_details(const PmaCounters& now, bool set, const int* fields, unsigned n, const uint8_t* in_data,
+                         uint8_t* d, uint64_t* reset) {
+  using Counter = BeField<0, details::kWidth>;
+  const uint16_t select = per_lane::CounterSelect::get(in_data);
+  per_lane::PortSelect::set(d, per_lane::PortSelect::get(in_data));
+  per_lane::CounterSelect::set(d, select);
+  for (unsigned i = 0; i < n; ++i) {
+    if (fields[i] < 0) continue;
+    const bool cleared = set && (select & (1u << i)) != 0;
+    if (cleared) *reset |= 1ull << fields[i];
+    Counter::set(d + details::kFirst + details::kWidth * i,
+                 cleared ? 0 : std::min<uint64_t>(now.v[fields[i]], Counter::kMask));
+  }
+  return MadStatus::kOk;
+}
+
 void fill_port_counters(const PmaCounters& c, uint8_t* d) {
   using namespace port_counters;
   set_saturated<SymbolErrorCounter>(d, c.v[kSymbolErrors]);
@@ -129,7 +164,9 @@ bool has_port_select(uint16_t attr) {
     case PmaAttr::kPortCountersExtended:
     case PmaAttr::kPortXmitDataSl:
     case PmaAttr::kPortRcvDataSl:
-    case PmaAttr::kPortVlXmitWaitCounters: return true;
+    case PmaAttr::kPortVlXmitWaitCounters:
+    case PmaAttr::kPortRcvErrorDetails:
+    case PmaAttr::kPortXmitDiscardDetails: return true;
   }
   return false;  // answered 0x0C whatever it selects
 }
@@ -158,7 +195,9 @@ MadStatus answer(const PmaCounters& now, uint8_t method, uint16_t attr, const ui
       class_port_info::ClassVersion::set(d, kPmaClassVersion);
       // Not bit 12 (PortCounters:PortXmitWait): the link as a whole never
       // idles with data waiting here, so that field stays 0 and is not
-      // offered; the per-VL waits (PortVLXmitWaitCounters) need no bit.
+      // offered; the per-VL waits (PortVLXmitWaitCounters) need no bit,
+      // nor do PortRcvErrorDetails and PortXmitDiscardDetails (optional
+      // attributes without a capability bit: a PMA without them answers 0x0C).
       class_port_info::CapabilityMask::set(d, kAllPortSelect | kExtendedWidth);
       class_port_info::RespTimeValue::set(d, 16);
       return MadStatus::kOk;
@@ -186,6 +225,10 @@ MadStatus answer(const PmaCounters& now, uint8_t method, uint16_t attr, const ui
       return answer_per_lane<4>(now, set, kRcvDataSl0, in_data, d, reset);
     case PmaAttr::kPortVlXmitWaitCounters:  // IBA 16.1.4: ticks a VL had data and sent none
       return answer_per_lane<2>(now, set, kXmitWaitVl0, in_data, d, reset);
+    case PmaAttr::kPortRcvErrorDetails:
+      return answer_details(now, set, details::kRcvError, 6, in_data, d, reset);
+    case PmaAttr::kPortXmitDiscardDetails:
+      return answer_details(now, set, details::kXmitDiscard, 4, in_data, d, reset);
   }
   return MadStatus::kAttributeUnsupported;
 }

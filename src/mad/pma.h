@@ -1,6 +1,7 @@
 // The performance management agent of the device's port (IBA 16.1, class
 // 0x04): ClassPortInfo, PortCounters, PortCountersExtended, PortXmitDataSL,
-// PortRcvDataSL and PortVLXmitWaitCounters, Get and Set
+// PortRcvDataSL, PortVLXmitWaitCounters, PortRcvErrorDetails and
+// PortXmitDiscardDetails, Get and Set
 // (Set clears the counters its CounterSelect names). Pure: the caller hands
 // in the counters as they stand since the last reset and applies the reset
 // the answer asks for (mad/pma_counters.h keeps them).
@@ -29,7 +30,12 @@ enum PmaCounter : unsigned {
   kRcvDataSl0 = kXmitDataSl0 + 16,  // PortRcvDataSL
   kVl15Dropped = kRcvDataSl0 + 16,  // SMPs VL15's buffer had no room for
   kXmitWaitVl0,                     // PortVLXmitWaitCounters, VL 0..15, in ticks
-  kPmaCounterCount = kXmitWaitVl0 + 16,
+  // PortRcvErrorDetails and PortXmitDiscardDetails (IBA 16.1.4.2, 16.1.4.3):
+  // the fields something here counts (docs/DESIGN.md says which feeds which).
+  kLocalPhysicalErrors = kXmitWaitVl0 + 16,
+  kMalformedPktErrors,
+  kInactiveDiscards,
+  kPmaCounterCount,
 };
 static_assert(kPmaCounterCount <= 64, "a reset mask has one bit per counter");
 // PortVLXmitWait's tick (the spec leaves its length to the port): long
@@ -46,6 +52,8 @@ enum class PmaAttr : uint16_t {
   kPortXmitDataSl = 0x0036,
   kPortRcvDataSl = 0x0037,
   kPortVlXmitWaitCounters = 0x001c,
+  kPortRcvErrorDetails = 0x0015,
+  kPortXmitDiscardDetails = 0x0016,
 };
 
 // REQUIRES: `out` holds kMadBytes. On a Set, `*reset` gets one bit per

@@ -23,6 +23,7 @@ constexpr uint64_t kRoceOverheadBytes = 16;
 struct Totals {
   uint64_t xmit_packets = 0, xmit_bytes = 0, rcv_packets = 0, rcv_bytes = 0;
   uint64_t rcv_errors = 0, xmit_discards = 0, symbol_errors = 0;
+  uint64_t icrc_errors = 0, malformed = 0, inactive_discards = 0;
   uint64_t xmit_words_sl[16] = {}, rcv_words_sl[16] = {};
 };
 
@@ -39,6 +40,12 @@ void add(Totals& t, const shm::PortCounters& c) {
   t.xmit_discards += c.send_errors.load(std::memory_order_relaxed) + c.faults_dropped.load(std::memory_order_relaxed) +
                      c.sl_vl15_discards.load(std::memory_order_relaxed) +
                      c.port_state_discards.load(std::memory_order_relaxed);
+  // Their details (IBA 16.1.4.2/3): an ICRC error is a local physical
+  // error, a header that does not parse a malformed packet, a request
+  // posted while the port was not ACTIVE an inactive discard.
+  t.icrc_errors += c.icrc_errors.load(std::memory_order_relaxed);
+  t.malformed += c.malformed_packets.load(std::memory_order_relaxed);
+  t.inactive_discards += c.port_state_discards.load(std::memory_order_relaxed);
   // A corrupted packet is what a bad symbol on a real link becomes.
   t.symbol_errors += c.faults_corrupted.load(std::memory_order_relaxed);
   for (unsigned sl = 0; sl < 16; ++sl) {
@@ -47,10 +54,13 @@ void add(Totals& t, const shm::PortCounters& c) {
   }
 }
 
+// A file written before the last counters were added is shorter: those
+// start from zero, the others keep their reset point.
 PmaCounters read_baseline(int fd) {
   PmaCounters b;
-  if (pread(fd, b.v, sizeof b.v, 0) != static_cast<ssize_t>(sizeof b.v)) b = PmaCounters{};
-  return b;
+  const ssize_t n = pread(fd, b.v, sizeof b.v, 0);
+  if (n < 0 || n % static_cast<ssize_t>(sizeof b.v[0]) != 0) return PmaCounters{};
+  return b;  // what the read did not reach stays 0
 }
 
 }  // namespace
@@ -79,6 +89,9 @@ PmaCounters raw_pma_counters(const shm::Segment& seg) {
   c.v[kSymbolErrors] = t.symbol_errors;
   c.v[kRcvErrors] = t.rcv_errors;
   c.v[kXmitDiscards] = t.xmit_discards;
+  c.v[kLocalPhysicalErrors] = t.icrc_errors;
+  c.v[kMalformedPktErrors] = t.malformed;
+  c.v[kInactiveDiscards] = t.inactive_discards;
   // The host link counts payload; the UDP link counts whole datagrams (BTH
   // to ICRC) on transmit and payload on receipt (src/fabric/udp).
   const bool roce = verbs::port_config().roce;

@@ -46,6 +46,9 @@ PmaCounters sample() {
   c.v[kXmitWaitVl0 + 0] = 0x0102;
   c.v[kXmitWaitVl0 + 2] = 0x12345;  // more than 16 bits: stops at 0xffff
   c.v[kXmitWaitVl0 + 15] = 9;
+  c.v[kLocalPhysicalErrors] = 0x0102;
+  c.v[kMalformedPktErrors] = 0x12345;  // more than 16 bits: stops at 0xffff
+  c.v[kInactiveDiscards] = 0x0304;
   return c;
 }
 
@@ -172,13 +175,51 @@ TEST(Pma, PortVlXmitWaitCountersGoldenAndReset) {
   EXPECT_EQ(Status::get(ask(pma(0x01, 0x001c, 2)).out.data()), 0x001c);  // no port 2
 }
 
+TEST(Pma, PortRcvErrorDetailsGoldenAndReset) {
+  Answer a = ask(pma(0x01, 0x0015));
+  ASSERT_EQ(a.d, Disposition::kRespond);
+  ASSERT_EQ(Status::get(a.out.data()), 0);
+  EXPECT_EQ(data(a.out, 16), Bytes({0x00, 0x01, 0x00, 0x00,  // PortSelect, CounterSelect
+                                    0x01, 0x02,              // PortLocalPhysicalErrors
+                                    0xff, 0xff,              // PortMalformedPacketErrors (saturated)
+                                    0, 0, 0, 0, 0, 0, 0, 0}));  // overrun, DLID/VL mapping, looping
+  EXPECT_EQ(a.reset, 0u);
+  // CounterSelect bit 0: LocalPhysicalErrors; bits of fields kept at 0 clear nothing.
+  a = ask(pma(0x02, 0x0015, 1, 0x003d));
+  ASSERT_EQ(Status::get(a.out.data()), 0);
+  EXPECT_EQ(a.reset, 1ull << kLocalPhysicalErrors);
+  EXPECT_EQ(data(a.out, 8), Bytes({0x00, 0x01, 0x00, 0x3d, 0, 0, 0xff, 0xff}));
+  a = ask(pma(0x02, 0x0015, 0xff, 0xffff));
+  EXPECT_EQ(a.reset, (1ull << kLocalPhysicalErrors) | (1ull << kMalformedPktErrors));
+  EXPECT_EQ(ask(pma(0x01, 0x0015, 1, 0xffff)).reset, 0u);  // a Get never resets
+  EXPECT_EQ(Status::get(ask(pma(0x01, 0x0015, 2)).out.data()), 0x001c);  // no port 2
+}
+
+TEST(Pma, PortXmitDiscardDetailsGoldenAndReset) {
+  Answer a = ask(pma(0x01, 0x0016, 0xff));
+  ASSERT_EQ(a.d, Disposition::kRespond);
+  ASSERT_EQ(Status::get(a.out.data()), 0);
+  EXPECT_EQ(data(a.out, 12), Bytes({0x00, 0xff, 0x00, 0x00,  // PortSelect, CounterSelect
+                                    0x03, 0x04,              // PortInactiveDiscards
+                                    0, 0, 0, 0, 0, 0}));     // NeighborMTU, SwLifetime, SwHOQLifetime
+  a = ask(pma(0x02, 0x0016, 1, 0x0001));
+  ASSERT_EQ(Status::get(a.out.data()), 0);
+  EXPECT_EQ(a.reset, 1ull << kInactiveDiscards);
+  EXPECT_EQ(data(a.out, 6), Bytes({0x00, 0x01, 0x00, 0x01, 0, 0}));
+  EXPECT_EQ(ask(pma(0x02, 0x0016, 1, 0x000e)).reset, 0u);  // only fields kept at 0
+  // PortCounters' Set of PortRcvErrors/PortXmitDiscards leaves the details.
+  EXPECT_EQ(ask(pma(0x02, 0x0012, 1, 0xffff)).reset &
+                ((1ull << kLocalPhysicalErrors) | (1ull << kMalformedPktErrors) | (1ull << kInactiveDiscards)),
+            0u);
+}
+
 TEST(Pma, BadInput) {
   Answer a = ask(pma(0x01, 0x0012, 2));  // a port the CA has not
   EXPECT_EQ(Status::get(a.out.data()), 0x001c);
   a = ask(pma(0x02, 0x0012, 2, 0xffff));
   EXPECT_EQ(Status::get(a.out.data()), 0x001c);
   EXPECT_EQ(a.reset, 0u);
-  a = ask(pma(0x01, 0x0016));  // PortXmitDiscardDetails: not there
+  a = ask(pma(0x01, 0x0017));  // PortOpRcvCounters: not there
   EXPECT_EQ(Status::get(a.out.data()), 0x000c);
   EXPECT_EQ(data(a.out, 4), Bytes({0, 0, 0, 0}));
   // Per-VL attributes without a counter here: no flow control, no

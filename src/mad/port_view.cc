@@ -9,6 +9,7 @@
 
 #include "verbs/device_attrs.h"
 #include "verbs/port_config.h"
+#include "verbs/sysfs_port.h"
 
 namespace softverbs::mad {
 
@@ -44,6 +45,8 @@ PortView port_view(const shm::Segment& seg) {
   v.subnet_timeout = p.subnet_timeout;
   v.ethernet = p.link_layer == IBV_LINK_LAYER_ETHERNET;
   v.external_sm = seg.header().external_sm != 0;
+  // IsSM came from the issm file just now; the sysfs tree learns it here.
+  if (v.external_sm && !v.ethernet) verbs::sync_sysfs_cap_mask(seg, v.cap_mask);
   // The same text as the sysfs tree's node_desc (abi/ibverbs/sysfs_tree.cc).
   char host[64] = "softverbs";
   gethostname(host, sizeof host - 1);

@@ -222,7 +222,9 @@ MadStatus set_vl_arbitration(uint32_t modifier, const uint8_t* in, shm::QosTable
 
 MadStatus fill_sm_info(const PortView& p, uint8_t* d) {
   // The built-in subnet manager lives at the port whose IsSM bit is set.
-  if ((p.cap_mask & kIsSm) == 0) return MadStatus::kAttributeUnsupported;
+  // Under an external SM the bit is whoever holds the issm file, and its
+  // SMInfo is that process's to answer (mad/user_agent.h), not ours.
+  if ((p.cap_mask & kIsSm) == 0 || p.external_sm) return MadStatus::kAttributeUnsupported;
   sm_info::Guid::set(d, p.port_guid);
   sm_info::SmKey::set(d, 0);
   sm_info::ActCount::set(d, 0);

@@ -160,6 +160,14 @@ TEST(Sma, StatusForWhatItCannotAnswer) {
   no_sm.cap_mask &= ~2u;
   a = ask(smp(0x01, 0x0020, 0, -1), no_sm);
   EXPECT_EQ(Status::get(a.out.data()), 0x000c);
+  // An external SM holding the port's issm file: IsSM in PortInfo, but its
+  // SMInfo is its own process's to answer (mad/user_agent.h), not the SMA's.
+  PortView external = test_port();
+  external.external_sm = true;
+  a = ask(smp(0x01, 0x0015, 0, -1), external);
+  EXPECT_EQ(a.out[kSmpDataOffset + 23] & 0x02, 0x02);
+  a = ask(smp(0x01, 0x0020, 0, -1), external);
+  EXPECT_EQ(Status::get(a.out.data()), 0x000c);
 }
 
 TEST(Sma, PortInfoSetTakesOnlyWhatThePortIs) {

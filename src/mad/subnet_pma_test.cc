@@ -223,6 +223,37 @@ TEST_F(SubnetPmaTest, TheDevicesOwnCaHasTheTopologysPorts) {
   EXPECT_EQ(Status::get(a.out.data()), 0x1c);
 }
 
+// The details attributes on every node: the device's port has its own
+// errors and discards, the facing switch port and every other port none.
+TEST_F(SubnetPmaTest, ErrorAndDiscardDetailsOnEveryNodeGolden) {
+  counters_.local.v[kLocalPhysicalErrors] = 5;
+  counters_.local.v[kMalformedPktErrors] = 6;
+  counters_.local.v[kInactiveDiscards] = 0x0102;
+  counters_.peer = mirror_pma_counters(counters_.local);
+  Answer a = ask(pma(0x01, 0x0015, 1), kDevLid);
+  ASSERT_EQ(a.d, Disposition::kRespond);
+  ASSERT_EQ(Status::get(a.out.data()), 0);
+  EXPECT_EQ(data(a.out, 16), Bytes({0, 1, 0, 0, 0, 5, 0, 6, 0, 0, 0, 0, 0, 0, 0, 0}));
+  a = ask(pma(0x01, 0x0016, 1), kDevLid);
+  ASSERT_EQ(Status::get(a.out.data()), 0);
+  EXPECT_EQ(data(a.out, 12), Bytes({0, 1, 0, 0, 0x01, 0x02, 0, 0, 0, 0, 0, 0}));
+  for (auto [dlid, port] : {std::pair{kSwALid, 1}, {kSwALid, 0xff}, {kSwBLid, 7}, {kCa3Lid, 2}}) {
+    for (uint16_t attr : {0x0015, 0x0016}) {
+      a = ask(pma(0x01, attr, static_cast<uint8_t>(port)), dlid);
+      ASSERT_EQ(a.d, Disposition::kRespond);
+      EXPECT_EQ(Status::get(a.out.data()), 0) << dlid << " " << port << " " << attr;
+      Bytes want(16, 0);
+      want[1] = static_cast<uint8_t>(port);
+      EXPECT_EQ(data(a.out, 16), want) << dlid << " " << port << " " << attr;
+    }
+  }
+  // A Set on the device's LID resets the device's port only.
+  a = ask(pma(0x02, 0x0016, 1, 1), kDevLid);
+  EXPECT_EQ(a.reset.local, 1ull << kInactiveDiscards);
+  EXPECT_EQ(a.reset.peer, 0u);
+  EXPECT_EQ(Status::get(ask(pma(0x01, 0x0015, 9), kSwALid).out.data()), 0x1c);  // no port 9
+}
+
 TEST_F(SubnetPmaTest, ClassPortInfoOfASwitchGolden) {
   const Answer a = ask(pma(0x01, 0x0001, 0), kSwBLid);
   ASSERT_EQ(a.d, Disposition::kRespond);
@@ -240,7 +271,7 @@ TEST_F(SubnetPmaTest, BadInput) {
     EXPECT_EQ(a.reset.local | a.reset.peer, 0u);
   }
   // An attribute the PMAs do not have: 0x0C; a method: 0x08; a class version: 0x04.
-  EXPECT_EQ(Status::get(ask(pma(0x01, 0x0015, 1), kSwALid).out.data()), 0x0c);
+  EXPECT_EQ(Status::get(ask(pma(0x01, 0x0017, 1), kSwALid).out.data()), 0x0c);
   EXPECT_EQ(Status::get(ask(pma(0x07, 0x0012, 1), kSwALid).out.data()), 0x08);
   Mad v = pma(0x01, 0x0012, 1);
   v[2] = 2;

@@ -7,6 +7,7 @@
 #include "shm/port_qos.h"
 #include "util/time.h"
 #include "verbs/dm.h"
+#include "verbs/issm.h"
 #include "verbs/port_config.h"
 
 namespace softverbs::verbs {
@@ -106,8 +107,11 @@ void fill_port_attr(const shm::Segment& seg, ibv_port_attr* p) {
   p->sm_lid = seg.header().sm_lid;
   // IBA PortState and ibv_port_state share their encoding (2 INIT ... 4 ACTIVE).
   p->state = static_cast<ibv_port_state>(seg.header().port_state.load(std::memory_order_relaxed));
-  // With an external SM, the SM is not here (IsSM belongs to whoever runs it).
-  if (seg.header().external_sm != 0) p->port_cap_flags &= ~IBV_PORT_SM;
+  // With an external SM, IsSM belongs to whoever runs it: set while a
+  // process holds the port's issm file (verbs/issm.h), as the kernel's
+  // issm device sets it. Not asked on RoCE (no SM on Ethernet).
+  if (seg.header().external_sm != 0 && (port_config().roce || !issm_held(issm_path(seg.path()))))
+    p->port_cap_flags &= ~IBV_PORT_SM;
   p->lmc = 0;
   p->max_vl_num = shm::kVlCap;  // PortInfo:VLCap (VL0-7); OperVLs is the SMA's (shm/port_qos.h)
   p->sm_sl = 0;

@@ -5,6 +5,7 @@
 #include <unistd.h>
 
 #include <cstdio>
+#include <cstring>
 #include <filesystem>
 #include <system_error>
 
@@ -100,11 +101,31 @@ bool write_sysfs_port(const std::string& port_dir, const shm::Segment& seg) {
   return ok;
 }
 
+namespace {
+fs::path port_dir(const shm::Segment& seg) {
+  return fs::path(seg.path() + ".sysfs") / "class" / "infiniband" / port_config().device_name / "ports" / "1";
+}
+}  // namespace
+
 void refresh_sysfs_port(const shm::Segment& seg) {
-  const fs::path dir = fs::path(seg.path() + ".sysfs") / "class" / "infiniband" / port_config().device_name / "ports" / "1";
+  const fs::path dir = port_dir(seg);
   std::error_code ec;
   if (!fs::is_directory(dir, ec)) return;
   write_sysfs_port(dir.string(), seg);
+}
+
+void sync_sysfs_cap_mask(const shm::Segment& seg, uint32_t cap_mask) {
+  char want[16];
+  std::snprintf(want, sizeof want, "0x%08x\n", cap_mask);
+  const fs::path file = port_dir(seg) / "cap_mask";
+  const int fd = open(file.c_str(), O_RDONLY | O_CLOEXEC);
+  if (fd < 0) return;  // no tree: nothing to keep current
+  char got[16] = {};
+  const ssize_t n = read(fd, got, sizeof got - 1);
+  close(fd);
+  if (n == static_cast<ssize_t>(std::strlen(want)) && std::memcmp(got, want, static_cast<size_t>(n)) == 0) return;
+  want[std::strlen(want) - 1] = '\0';
+  write_file(file, want);
 }
 
 }  // namespace softverbs::verbs

@@ -9,6 +9,7 @@
 // segment's control lock (refresh_sysfs_port's REQUIRES).
 #pragma once
 
+#include <cstdint>
 #include <string>
 
 #include "shm/segment.h"
@@ -22,5 +23,12 @@ bool write_sysfs_port(const std::string& port_dir, const shm::Segment& seg);
 // exists (a process that never built one leaves it to whoever does).
 // REQUIRES: the segment's control lock.
 void refresh_sysfs_port(const shm::Segment& seg);
+
+// ports/1/cap_mask made to say `cap_mask`, if the tree exists and it says
+// otherwise: the IsSM bit follows the issm file's holder (verbs/issm.h),
+// whose open and close nobody sees, so whoever answers PortInfo under an
+// external SM brings the file up to date. No lock: every writer writes
+// what it just read from the port, each file replaced whole.
+void sync_sysfs_cap_mask(const shm::Segment& seg, uint32_t cap_mask);
 
 }  // namespace softverbs::verbs

@@ -16,11 +16,13 @@
 # perfquery: after opensm, every node's PMA answers (src/mad/subnet_pma.cc);
 # ib_write_bw's traffic shows on the device's port and, mirrored, on the
 # facing switch port, and nowhere else; -R/-r reset. ibqueryerrors: without
-# faults it reports nothing; with drops and corruption injected during a
-# data run it names the device's link and only that. ib_write_bw's server
-# is killed by PID.
+# faults it reports nothing (--details too: every PMA answers the details
+# attributes); with drops and corruption injected during a data run it
+# names the device's link and only that, and perfquery --rcverr shows the
+# corruption as local physical errors. ib_write_bw's server is killed by PID.
 # port-state: the data path, ibstat and ibstatus follow the port's state
-# before and after opensm -o (ibv_rc_pingpong fails, then passes).
+# before and after opensm -o (ibv_rc_pingpong fails, then passes; its
+# discards are perfquery --xmtdisc's PortInactiveDiscards).
 # sa: opensm left running (in the background, by PID, killed at the end)
 # serves its SA and SMInfo to the tools in other processes (saquery's
 # multi-MAD tables need RMPP); once it is gone, they time out.
@@ -28,6 +30,8 @@
 # an SA MCMemberRecord join, then ibv_attach_mcast with the MGID and the
 # MLID opensm hands out) moves its data between two processes, saquery -g
 # shows the groups while they run, and both processes' SA leaves succeed.
+# issm: the device port's IsSM bit (smpquery portinfo, ibstat, saquery -s)
+# while opensm runs, and not after it is killed.
 # sm-tools: with opensm running, ibqueryerrors without --skip-sl (it asks
 # the SA for SLs) names the device's link after a faulty data run; ibping
 # and ibsysstat round trips to a server in another process (vendor classes).
@@ -397,6 +401,9 @@ case $scenario in
     echo "before opensm: $(grep -m1 -i 'retry' "$work/pp0.client") (${elapsed_ms} ms)"
     run pc0 perfquery
     [ "$(field "$work/pc0" PortXmitDiscards)" -gt 0 ] || { cat "$work/pc0" >&2; fail "no PortXmitDiscards"; }
+    # Each of them discarded because the port was not ACTIVE (IBA 16.1.4.3).
+    run xmtdisc0 perfquery --xmtdisc
+    expect "$work/xmtdisc0" PortInactiveDiscards "$(field "$work/pc0" PortXmitDiscards)"
     sm_sweep
     run dev1 ibv_devinfo
     lid=$(awk '$1 == "port_lid:" { print $2 }' "$work/dev1")
@@ -495,8 +502,32 @@ case $scenario in
     run clean ibqueryerrors --skip-sl
     grep -q 'Errors for' "$work/clean" && { cat "$work/clean" >&2; fail "errors reported without faults"; }
     grep -q '6 nodes checked, 0 bad nodes found' "$work/clean" || { cat "$work/clean" >&2; fail "not 6 clean nodes"; }
+    # --details asks every port's PMA for PortRcvErrorDetails and
+    # PortXmitDiscardDetails too: answered, so it runs clean (run: exit 0).
+    run clean-details ibqueryerrors --skip-sl --details
+    grep -q 'Errors for' "$work/clean-details" && { cat "$work/clean-details" >&2; fail "--details: errors reported without faults"; }
+    grep -q '6 nodes checked, 0 bad nodes found' "$work/clean-details" || { cat "$work/clean-details" >&2; fail "--details: not 6 clean nodes"; }
+    run rcverr0 perfquery --rcverr
+    expect "$work/rcverr0" PortLocalPhysicalErrors 0
     # Drops and corruption during a data run (the requester's retries carry it through).
     SOFTVERBS_FAULTS=loss=0.05,corrupt=0.05,seed=11 write_bw 300
+    # The corrupted packets failed their ICRC where they were received: the
+    # device port's local physical errors, all of its PortRcvErrors with
+    # the malformed ones (src/mad/pma_counters.cc). The drops never left the
+    # sender and fit no discard detail (PortInactiveDiscards stays 0).
+    run pc perfquery
+    run rcverr perfquery --rcverr
+    run xmtdisc perfquery --xmtdisc
+    cat "$work/rcverr" "$work/xmtdisc"
+    phys=$(field "$work/rcverr" PortLocalPhysicalErrors)
+    [ "${phys:-0}" -gt 0 ] || { cat "$work/rcverr" >&2; fail "perfquery --rcverr: no local physical errors"; }
+    [ $(( phys + $(field "$work/rcverr" PortMalformedPktErrors) )) = "$(field "$work/pc" PortRcvErrors)" ] ||
+      { cat "$work/pc" "$work/rcverr" >&2; fail "the receive error details do not add up to PortRcvErrors"; }
+    expect "$work/xmtdisc" PortInactiveDiscards 0
+    # The facing switch port counted none of it.
+    run net ibnetdiscover
+    run rcverr-facing perfquery --rcverr "$(lid_of leaf-a)" 1
+    expect "$work/rcverr-facing" PortLocalPhysicalErrors 0
     rc=0
     timeout 30 ibqueryerrors --skip-sl -r >"$work/bad" 2>&1 || rc=$?
     [ $rc -ne 124 ] || fail "ibqueryerrors timed out"
@@ -508,6 +539,12 @@ case $scenario in
     grep -q 'Link info: .*==>.* "leaf-a"' "$work/bad" || fail "the link is not the device's, to leaf-a"
     grep -q '1 bad nodes found' "$work/bad" && grep -q '1 ports have errors beyond threshold' "$work/bad" ||
       fail "more than the device's link reported"
+    # -r reset PortCounters only; a Set of the details (perfquery -R) resets them.
+    run rcverr1 perfquery --rcverr
+    [ "$(field "$work/rcverr1" PortLocalPhysicalErrors)" = "$phys" ] || { cat "$work/rcverr1" >&2; fail "the details moved"; }
+    run rcverr-reset perfquery --rcverr -R
+    run rcverr2 perfquery --rcverr
+    expect "$work/rcverr2" PortLocalPhysicalErrors 0
     ;;
   sa)
     command -v opensm >/dev/null || { echo "SKIP: opensm is not installed"; exit 77; }
@@ -563,6 +600,38 @@ case $scenario in
     rc=0
     timeout 30 sminfo -t 200 >"$work/gone-sm" 2>&1 || rc=$?
     [ $rc -ne 0 ] && [ $rc -ne 124 ] || { cat "$work/gone-sm" >&2; fail "sminfo found an SM after opensm died"; }
+    ;;
+  issm)
+    # The port's IsSM bit while opensm holds the issm file that
+    # umad_get_issm_path names (as it opens /dev/infiniband/issmN on
+    # hardware); the SA's SM port records (PortInfoRecords with IsSM) list
+    # its port; killed, its file goes and the bit with it.
+    command -v saquery >/dev/null || { echo "SKIP: saquery is not installed"; exit 77; }
+    has_issm() { awk '/^CapMask:/ { on = 1; next } on && /^[A-Za-z]/ { on = 0 } on && $1 == "IsSM" { f = 1 } END { exit !f }' "$1"; }
+    run pi0 smpquery -D portinfo 0
+    ! has_issm "$work/pi0" || { cat "$work/pi0" >&2; fail "IsSM before any SM"; }
+    sm_start
+    run sm sminfo
+    sm_lid=$(awk '{ print $4; exit }' "$work/sm")
+    run pi1 smpquery portinfo "$sm_lid"
+    has_issm "$work/pi1" || { cat "$work/pi1" >&2; fail "no IsSM on opensm's port (LID $sm_lid)"; }
+    grep -m1 -A3 '^CapMask' "$work/pi1"
+    run ibstat1 ibstat softverbs0 1
+    cap=$(awk '/Capability mask:/ { print $3 }' "$work/ibstat1")
+    [ $(( cap & 2 )) -ne 0 ] || { cat "$work/ibstat1" >&2; fail "ibstat: no IsSM in the capability mask ($cap)"; }
+    run smports saquery -s
+    cat "$work/smports"
+    [ "$(grep -c '^PortInfoRecord dump' "$work/smports")" = 1 ] || { cat "$work/smports" >&2; fail "saquery -s: not one SM port"; }
+    [ "$(( $(awk -F'[.]+' '/EndPortLid/ { print $2; exit }' "$work/smports") + 0 ))" = "$sm_lid" ] ||
+      { cat "$work/smports" >&2; fail "saquery -s: not opensm's LID $sm_lid"; }
+    kill -KILL "$sm_pid"
+    wait "$sm_pid" 2>/dev/null || true
+    sm_pid=
+    run pi2 smpquery portinfo "$sm_lid"
+    ! has_issm "$work/pi2" || { cat "$work/pi2" >&2; fail "IsSM after opensm was killed"; }
+    run ibstat2 ibstat softverbs0 1
+    cap=$(awk '/Capability mask:/ { print $3 }' "$work/ibstat2")
+    [ $(( cap & 2 )) -eq 0 ] || { cat "$work/ibstat2" >&2; fail "ibstat: IsSM after opensm was killed ($cap)"; }
     ;;
   mcast-sm)
     command -v saquery >/dev/null || { echo "SKIP: saquery is not installed"; exit 77; }

@@ -8,10 +8,12 @@
 #include <cstdlib>
 #include <cstring>
 #include <memory>
+#include <string>
 
 #include "abi/ibumad/umad_abi.h"
 #include "mad/agent.h"
 #include "verbs/device_attrs.h"
+#include "verbs/issm.h"
 #include "verbs/port_config.h"
 
 namespace softverbs::umad {
@@ -144,9 +146,14 @@ SV_UMAD_EXPORT int umad_release_port(umad_port_t* port) {
 SV_UMAD_EXPORT int umad_get_issm_path(const char* ca_name, int portnum, char path[], int max) {
   if (resolve_ca(ca_name) == nullptr) return -ENODEV;
   if (resolve_port(portnum) < 0) return -EINVAL;
-  // The device has no issm node yet (an external SM's IsSM bit comes with
-  // issue 19's subnet); the name the kernel would give its first port.
-  std::snprintf(path, static_cast<size_t>(max), "/dev/infiniband/issm0");
+  const softverbs::shm::Segment* seg = segment();
+  if (seg == nullptr) return -ENODEV;
+  // The port's issm file, a FIFO beside the segment: whoever holds it open
+  // sets the port's IsSM bit (verbs/issm.h), as /dev/infiniband/issmN does.
+  const std::string issm = softverbs::verbs::issm_path(seg->path());
+  if (path == nullptr || max <= 0 || issm.size() >= static_cast<size_t>(max)) return -EINVAL;
+  if (const int err = softverbs::verbs::make_issm(issm); err != 0) return -err;
+  std::snprintf(path, static_cast<size_t>(max), "%s", issm.c_str());
   return 0;
 }
 

@@ -1,20 +1,11 @@
 #include "cm/held_disconnect.h"
 
-#include "verbs/cq.h"
+#include "verbs/cq_counts.h"
 
 namespace softverbs::cm {
 
-namespace {
-
-uint64_t produced(ibv_cq* cq) {
-  return verbs::Cq::from(cq)->shared().tail.load(std::memory_order_acquire);
-}
-
-uint64_t consumed(ibv_cq* cq) {
-  return verbs::Cq::from(cq)->shared().head.load(std::memory_order_acquire);
-}
-
-}  // namespace
+using verbs::cq_consumed;
+using verbs::cq_produced;
 
 bool hold_disconnect(CmId* id, uint64_t now) {
   ibv_qp* qp = id->pub.qp;
@@ -22,8 +13,8 @@ bool hold_disconnect(CmId* id, uint64_t now) {
   bool unpolled = false;
   ibv_cq* cqs[2] = {qp->send_cq, qp->recv_cq};
   for (int i = 0; i < 2; ++i) {
-    id->held_cq_marks[i] = cqs[i] == nullptr ? 0 : produced(cqs[i]);
-    if (cqs[i] != nullptr && consumed(cqs[i]) < id->held_cq_marks[i]) unpolled = true;
+    id->held_cq_marks[i] = cqs[i] == nullptr ? 0 : cq_produced(cqs[i]);
+    if (cqs[i] != nullptr && cq_consumed(cqs[i]) < id->held_cq_marks[i]) unpolled = true;
   }
   id->disconnect_held_until_ns = unpolled ? now + kHoldLimitNs : 0;
   return unpolled;
@@ -34,7 +25,7 @@ bool hold_over(const CmId* id, uint64_t now) {
   if (qp == nullptr || now >= id->disconnect_held_until_ns) return true;
   ibv_cq* cqs[2] = {qp->send_cq, qp->recv_cq};
   for (int i = 0; i < 2; ++i) {
-    if (cqs[i] != nullptr && consumed(cqs[i]) < id->held_cq_marks[i]) return false;
+    if (cqs[i] != nullptr && cq_consumed(cqs[i]) < id->held_cq_marks[i]) return false;
   }
   return true;
 }

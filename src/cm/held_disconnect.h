@@ -17,9 +17,8 @@
 // application has not taken, and at most kHoldLimitNs. rdma_disconnect,
 // rdma_destroy_qp and the time-wait's end release it at once.
 //
-// The CQs' producer and consumer counts are read from the CQ objects of
-// this process's libibverbs.so.1 (verbs::Cq, the same build): the public
-// verbs cannot tell whether a CQ holds entries without taking them.
+// The CQs' producer and consumer counts come from verbs/cq_counts.h, the one
+// header of verbs/ the CM may include.
 #pragma once
 
 #include <cstdint>

@@ -8,8 +8,9 @@ Top to bottom:
     abi/       the C ABI; nothing outside abi/ includes it. abi/rdmacm
                (librdmacm.so.1) includes only cm, wire and util: it is a
                separate library over the public verbs
-    cm/        the RDMA CM engine: wire, util and shm/gsi_table.h only (it
-               reaches the device through <infiniband/verbs.h>, never verbs/)
+    cm/        the RDMA CM engine: wire, util, shm/gsi_table.h and
+               verbs/cq_counts.h only (it reaches the device through
+               <infiniband/verbs.h>, and of verbs/ reads only a CQ's counts)
     verbs/     may include transport, wire, shm, util, and of fabric/ only its
                face (fabric/fabrics.h, fabric/device_host.h) -- never a
                fabric; the port's configuration is the verbs layer's own
@@ -75,8 +76,9 @@ FABRICS = {"fabric/fabrics.h", "fabric/device_host.h"}
 ALLOWED_FILES = {
     "abi": FABRICS,
     "verbs": FABRICS,
-    # The table QP1's datagrams are routed by, which the CM fills.
-    "cm": {"shm/gsi_table.h"},
+    # The table QP1's datagrams are routed by, which the CM fills; a CQ's
+    # produced and consumed counts (cm/held_disconnect.h).
+    "cm": {"shm/gsi_table.h", "verbs/cq_counts.h"},
 }
 
 

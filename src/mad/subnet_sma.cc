@@ -4,6 +4,7 @@
 #include <cstring>
 
 #include "mad/mad_layout.h"
+#include "mad/notice.h"
 #include "mad/smp_fields.h"
 
 namespace softverbs::mad {
@@ -414,14 +415,14 @@ bool leaves_port(const PortView& local, const uint8_t* in, size_t len, uint16_t 
 }
 
 Disposition answer_subnet_smp(const Subnet& s, const uint8_t* in, size_t len, uint16_t dlid, uint8_t* out,
-                              SmpEffect* local_effect) {
+                              SmpEffect* local_effect, RaisedTraps* /*traps: none raised yet*/) {
   if (in == nullptr || len < kMadBytes || s.topology == nullptr || s.state == nullptr) return Disposition::kDrop;
   const uint8_t klass = MgmtClass::get(in);
   const bool directed = klass == static_cast<uint8_t>(MgmtClassId::kSubnDirectedRoute);
   if (!directed && klass != static_cast<uint8_t>(MgmtClassId::kSubnLidRouted)) return Disposition::kDrop;
-  // A response is for an SM; a trap repress needs no answer.
-  if (ResponseBit::get(in) != 0 || Method::get(in) == static_cast<uint8_t>(MethodId::kTrapRepress))
-    return Disposition::kDrop;
+  // A response is for an SM; a node's SMA takes a TrapRepress without an
+  // answer (it repeats no trap: mad/notice.h) and has no use for a Trap.
+  if (ResponseBit::get(in) != 0 || is_smp_trap_repress(in) || is_smp_trap(in)) return Disposition::kDrop;
   const int origin = s.topology->local_ca();
   if (origin < 0) return Disposition::kDrop;
   uint8_t m[kMadBytes];

@@ -87,7 +87,8 @@ void store_effect(const shm::Segment& seg, const SmpEffect& effect) {
   if (effect.port_changed) verbs::refresh_sysfs_port(seg);
 }
 
-Disposition answer_in_subnet(const shm::Segment& seg, const uint8_t* in, size_t len, uint16_t dlid, uint8_t* out) {
+Disposition answer_in_subnet(const shm::Segment& seg, const uint8_t* in, size_t len, uint16_t dlid, uint8_t* out,
+                             RaisedTraps* traps) {
   const LoadedSubnet& l = loaded_subnet(seg);
   if (l.state == nullptr) return Disposition::kDrop;  // no subnet: nothing beyond the port
   Subnet s = l.subnet;
@@ -97,7 +98,7 @@ Disposition answer_in_subnet(const shm::Segment& seg, const uint8_t* in, size_t 
   shm::SubnetLock lock(*l.state);
   shm::ControlLock control(seg);
   s.local = port_view(seg);
-  const Disposition d = answer_subnet_smp(s, in, len, dlid, out, &effect);
+  const Disposition d = answer_subnet_smp(s, in, len, dlid, out, &effect, traps);
   store_effect(seg, effect);
   return d;
 }
@@ -158,7 +159,8 @@ bool topology_failed() {
   return !p.ok();
 }
 
-Disposition answer_mad(const shm::Segment& seg, const uint8_t* in, size_t len, uint16_t dlid, uint8_t* out) {
+Disposition answer_mad(const shm::Segment& seg, const uint8_t* in, size_t len, uint16_t dlid, uint8_t* out,
+                       RaisedTraps* traps) {
   if (in == nullptr || len < kMadBytes) return Disposition::kDrop;
   const uint8_t klass = MgmtClass::get(in);
   const bool smp = klass == static_cast<uint8_t>(MgmtClassId::kSubnLidRouted) ||
@@ -173,7 +175,7 @@ Disposition answer_mad(const shm::Segment& seg, const uint8_t* in, size_t len, u
   // With a topology every SMP goes through the subnet, so the device's CA
   // is the topology's (its port count) whichever way it is asked.
   if (smp && (loaded_subnet(seg).state != nullptr || leaves_port(port_view(seg), in, len, dlid)))
-    return answer_in_subnet(seg, in, len, dlid, out);
+    return answer_in_subnet(seg, in, len, dlid, out, traps);
   switch (static_cast<MgmtClassId>(klass)) {
     case MgmtClassId::kSubnLidRouted:
     case MgmtClassId::kSubnDirectedRoute: {

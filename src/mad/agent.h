@@ -10,6 +10,7 @@
 #include <cstddef>
 #include <cstdint>
 
+#include "mad/notice.h"
 #include "mad/sma.h"
 #include "shm/segment.h"
 
@@ -23,7 +24,11 @@ namespace softverbs::mad {
 // in the device are dropped (they belong to userspace agents, which come
 // later), and so is an SMP that finds the port's VL15 buffer full
 // (mad/vl15_buffer.h: counted in VL15Dropped).
-Disposition answer_mad(const shm::Segment& seg, const uint8_t* in, size_t len, uint16_t dlid, uint8_t* out);
+// `traps` (if not null) receives the traps the MAD's handling raised on
+// the subnet's nodes that reach this port (mad/notice.h), for the caller to
+// hand to the SM's agent.
+Disposition answer_mad(const shm::Segment& seg, const uint8_t* in, size_t len, uint16_t dlid, uint8_t* out,
+                       RaisedTraps* traps = nullptr);
 
 // A GMP for a LID that is not the port's: with SOFTVERBS_TOPOLOGY, a PMA
 // GMP (class 0x04) is answered by the node of the subnet that holds the LID

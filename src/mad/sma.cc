@@ -317,8 +317,12 @@ Disposition answer_smp(const PortView& port, const uint8_t* in, size_t len, uint
           port_info::ClientReregister::get(in + kSmpDataOffset) != 0)
         effect->client_reregister = true;
     }
-  } else if (method == static_cast<uint8_t>(MethodId::kTrapRepress)) {
-    return Disposition::kDrop;  // the SMA sends no traps, so none to repress
+  } else if (method == static_cast<uint8_t>(MethodId::kTrapRepress) ||
+             method == static_cast<uint8_t>(MethodId::kTrap)) {
+    // A TrapRepress is taken without an answer (the port repeats no trap:
+    // mad/notice.h); a Trap is the SM's, which an SMA neither takes nor
+    // answers (the HCA passes it to the agent that registered for it).
+    return Disposition::kDrop;
   } else {
     status = static_cast<uint16_t>(MadStatus::kMethodUnsupported);
   }

@@ -370,6 +370,10 @@ TEST(Sma, WhatItDoesNotAnswer) {
   PortView eth = test_port();
   eth.ethernet = true;
   EXPECT_EQ(ask(in, eth).d, Disposition::kDrop);
+  // A TrapRepress is taken without an answer (there is no trap to stop
+  // repeating); a Trap is the SM's, never the SMA's to answer.
+  EXPECT_EQ(ask(smp(0x07, 0x0002, 0)).d, Disposition::kDrop);
+  EXPECT_EQ(ask(smp(0x05, 0x0002, 0)).d, Disposition::kDrop);
 }
 
 TEST(Sma, RandomBytesNeverCrash) {

@@ -1,9 +1,13 @@
 #include "mad/subnet_sma.h"
 
+#include <unistd.h>
+
 #include <algorithm>
+#include <atomic>
 #include <cstring>
 
 #include "mad/mad_layout.h"
+#include "mad/notice.h"
 #include "mad/smp_fields.h"
 
 namespace softverbs::mad {
@@ -23,7 +27,7 @@ constexpr uint16_t kMulticastLidBase = 0xc000;
 constexpr uint32_t kIsSm = 1u << 1;
 constexpr uint32_t kIsExtendedSpeedsSupported = 1u << 14;
 constexpr uint8_t kPortDown = 1, kPortInit = 2, kPortArmed = 3, kPortActive = 4;
-constexpr uint8_t kPhysPolling = 2, kPhysLinkUp = 5;
+constexpr uint8_t kPhysPolling = 2, kPhysDisabled = 3, kPhysLinkUp = 5;
 constexpr uint32_t kSmSupportsExtendedSpeeds = 1u << 31;
 
 struct Hop {
@@ -31,11 +35,21 @@ struct Hop {
   uint8_t port = 0;  // the port the SMP arrived through
 };
 
-bool linked(const TopoNode& n, unsigned port) { return port == 0 ? n.is_switch() : n.ports[port].node >= 0; }
+// Whether the link at `port` of `node` is up: the topology links it and
+// neither end is disabled (a switch's port 0 is always up).
+bool link_up(const Subnet& s, unsigned node, unsigned port) {
+  const TopoNode& n = s.topology->nodes[node];
+  if (port == 0) return n.is_switch();
+  const TopoLink& l = n.ports[port];
+  if (l.node < 0) return false;
+  return s.state->node(node).ports[port].phys_disabled == 0 &&
+         s.state->node(static_cast<unsigned>(l.node)).ports[l.port].phys_disabled == 0;
+}
 
-uint8_t port_state(const TopoNode& n, const shm::SubnetPort& p, unsigned port) {
-  if (!linked(n, port)) return kPortDown;
-  return p.port_state == 0 ? kPortInit : p.port_state;
+uint8_t port_state(const Subnet& s, unsigned node, unsigned port) {
+  if (!link_up(s, node, port)) return kPortDown;
+  const uint8_t st = s.state->node(node).ports[port].port_state;
+  return st == 0 ? kPortInit : st;
 }
 
 // The state that holds a port's addresses: a switch's are its port 0's.
@@ -56,7 +70,7 @@ bool walk_lid_from(const Subnet& s, int node, uint8_t out, uint16_t dlid, Hop* a
     const TopoNode& from = t.nodes[static_cast<size_t>(node)];
     if (out == 0 || out > from.num_ports) return false;
     const TopoLink& l = from.ports[out];
-    if (l.node < 0) return false;
+    if (!link_up(s, static_cast<unsigned>(node), out)) return false;
     node = l.node;
     const TopoNode& n = t.nodes[static_cast<size_t>(node)];
     const shm::SubnetNode& st = s.state->node(static_cast<unsigned>(node));
@@ -118,7 +132,7 @@ bool walk_directed(const Subnet& s, int origin, uint16_t dlid, uint8_t* m, Hop* 
     }
     if (out == 0 || out > n.num_ports) return false;
     const TopoLink& l = n.ports[out];
-    if (l.node < 0) return false;  // off the fabric: nothing carries it
+    if (!link_up(s, static_cast<unsigned>(node), out)) return false;  // off the fabric: nothing carries it
     ret[i] = l.port;
     node = l.node;
     arrival = l.port;
@@ -139,12 +153,40 @@ bool walk_directed(const Subnet& s, int origin, uint16_t dlid, uint8_t* m, Hop* 
   return true;
 }
 
+// IBA 14.2.5.4 PortStateChange and 14.2.5.1 trap 128: a switch whose port
+// the link state machine took down or up (not an SM's PortState Set) sets
+// the bit and tells its SM, by LID through its forwarding table. Only a
+// trap that reaches the device's port finds an SM's agent (the processes
+// all sit behind it); one to a LID nobody has, or that no route carries,
+// is lost, as on a fabric.
+void raise_link_state_change(const Subnet& s, unsigned node, RaisedTraps* traps) {
+  static std::atomic<uint32_t> next_tid{1};
+  if (!s.topology->nodes[node].is_switch()) return;  // a CA raises no trap 128
+  shm::SubnetNode& st = s.state->node(node);
+  st.sw.port_state_change = 1;
+  const shm::SubnetPort& p0 = st.ports[0];
+  if (traps == nullptr || p0.lid == 0 || p0.sm_lid == 0 || p0.sm_lid == p0.lid) return;
+  const uint8_t out = p0.sm_lid < shm::kLftCap ? st.sw.lft[p0.sm_lid] : shm::kLftUnset;
+  Hop at;
+  if (!walk_lid_from(s, static_cast<int>(node), out, p0.sm_lid, &at)) return;
+  if (at.node != s.topology->local_ca() || at.port != 1) return;
+  // A TID of its own per trap and process (the SM may track them); its
+  // upper half 0 names no agent of the port.
+  const uint32_t tid = static_cast<uint32_t>(getpid()) << 16 | (next_tid.fetch_add(1, std::memory_order_relaxed) & 0xffff);
+  if (Trap* t = traps->add()) *t = link_state_change_trap(p0.lid, p0.sm_lid, p0.sm_sl, p0.m_key, tid);
+}
+
 // IBA 14.2.5.6 PortInfo Set on a node of the subnet: the SM owns LIDs, the
 // SM's address, timeouts and the port's logical state (C14-24.x: DOWN
 // restarts the link, which comes back INIT; ARMED from INIT, ACTIVE from
-// ARMED; INIT is not settable). Read-only fields are ignored.
-MadStatus set_port_info(const TopoNode& n, shm::SubnetNode& st, unsigned port, const uint8_t* d) {
+// ARMED; INIT is not settable). PortPhysicalState Disabled takes the link
+// down at both ends, Polling brings it back (ibportstate's disable and
+// enable); either end that is a switch then raises trap 128. Read-only
+// fields are ignored.
+MadStatus set_port_info(const Subnet& s, unsigned node, unsigned port, const uint8_t* d, RaisedTraps* traps) {
   using namespace port_info;
+  const TopoNode& n = s.topology->nodes[node];
+  shm::SubnetNode& st = s.state->node(node);
   shm::SubnetPort next = st.ports[port];
   const bool addresses = !n.is_switch() || port == 0;
   if (addresses) {
@@ -158,7 +200,7 @@ MadStatus set_port_info(const TopoNode& n, shm::SubnetNode& st, unsigned port, c
     next.m_key = MKey::get(d);
     next.m_key_protect = static_cast<uint8_t>(MKeyProtectBits::get(d));
   }
-  const uint8_t now = port_state(n, st.ports[port], port);
+  const uint8_t now = port_state(s, node, port);
   switch (static_cast<uint8_t>(PortState::get(d))) {
     case 0: break;  // no change
     case kPortDown: next.port_state = 0; break;
@@ -178,7 +220,26 @@ MadStatus set_port_info(const TopoNode& n, shm::SubnetNode& st, unsigned port, c
   next.qos.vl_high_limit = static_cast<uint8_t>(VlHighLimit::get(d));
   const uint8_t mtu = static_cast<uint8_t>(NeighborMtu::get(d));
   if (mtu != 0 && mtu <= 5) next.neighbor_mtu = mtu;
+  switch (static_cast<uint8_t>(PortPhysicalState::get(d))) {
+    case 0: break;  // no change
+    case kPhysPolling: next.phys_disabled = 0; break;
+    case kPhysDisabled:
+      if (port == 0) return MadStatus::kInvalidField;  // port 0 has no physical link
+      next.phys_disabled = 1;
+      break;
+    default: return MadStatus::kInvalidField;
+  }
+  const bool was_up = link_up(s, node, port);
   st.ports[port] = next;
+  if (link_up(s, node, port) == was_up) return MadStatus::kOk;
+  // The link went down or came back: both ends start again from INIT.
+  st.ports[port].port_state = 0;
+  raise_link_state_change(s, node, traps);
+  if (port != 0 && n.ports[port].node >= 0) {
+    const TopoLink& l = n.ports[port];
+    s.state->node(static_cast<unsigned>(l.node)).ports[l.port].port_state = 0;
+    raise_link_state_change(s, static_cast<unsigned>(l.node), traps);
+  }
   return MadStatus::kOk;
 }
 
@@ -265,7 +326,7 @@ void finish(const uint8_t* in, bool directed, uint8_t* out) {
 }
 
 Disposition answer_at(const Subnet& s, Hop at, const uint8_t* in, bool directed, uint8_t* out,
-                      SmpEffect* local_effect) {
+                      SmpEffect* local_effect, RaisedTraps* traps) {
   const Topology& t = *s.topology;
   // The PortView codec answers in LID-routed form; finish() restores the route.
   uint8_t req[kMadBytes];
@@ -329,7 +390,7 @@ Disposition answer_at(const Subnet& s, Hop at, const uint8_t* in, bool directed,
   }
   MadStatus set_status = MadStatus::kOk;
   if (set && attr == static_cast<uint16_t>(SmpAttr::kPortInfo) && versions_ok) {
-    set_status = set_port_info(n, st, port, in + kSmpDataOffset);
+    set_status = set_port_info(s, static_cast<unsigned>(at.node), port, in + kSmpDataOffset, traps);
     // Answered as a Get of the attribute as it now stands.
     Method::set(req, static_cast<uint8_t>(MethodId::kGet));
   }
@@ -377,8 +438,10 @@ PortView subnet_port_view(const Subnet& s, unsigned node, unsigned port, unsigne
   // A CA's port has the device port's capabilities but no SM; a switch's
   // ports only their extended speeds (so tools read LinkSpeedExtActive).
   v.cap_mask = n.is_switch() ? kIsExtendedSpeedsSupported : s.local.cap_mask & ~kIsSm;
-  v.port_state = port_state(n, st.ports[port], port);
-  v.phys_state = linked(n, port) ? kPhysLinkUp : kPhysPolling;
+  v.port_state = port_state(s, node, port);
+  v.phys_state = link_up(s, node, port)      ? kPhysLinkUp
+                 : st.ports[port].phys_disabled ? kPhysDisabled
+                                                : kPhysPolling;
   v.width_active = port == 0 ? 2 : n.ports[port].width;
   v.speed_ext_active = s.local.speed_ext_active;
   v.mtu = s.local.mtu;
@@ -414,14 +477,14 @@ bool leaves_port(const PortView& local, const uint8_t* in, size_t len, uint16_t 
 }
 
 Disposition answer_subnet_smp(const Subnet& s, const uint8_t* in, size_t len, uint16_t dlid, uint8_t* out,
-                              SmpEffect* local_effect) {
+                              SmpEffect* local_effect, RaisedTraps* traps) {
   if (in == nullptr || len < kMadBytes || s.topology == nullptr || s.state == nullptr) return Disposition::kDrop;
   const uint8_t klass = MgmtClass::get(in);
   const bool directed = klass == static_cast<uint8_t>(MgmtClassId::kSubnDirectedRoute);
   if (!directed && klass != static_cast<uint8_t>(MgmtClassId::kSubnLidRouted)) return Disposition::kDrop;
-  // A response is for an SM; a trap repress needs no answer.
-  if (ResponseBit::get(in) != 0 || Method::get(in) == static_cast<uint8_t>(MethodId::kTrapRepress))
-    return Disposition::kDrop;
+  // A response is for an SM; a node's SMA takes a TrapRepress without an
+  // answer (it repeats no trap: mad/notice.h) and has no use for a Trap.
+  if (ResponseBit::get(in) != 0 || is_smp_trap_repress(in) || is_smp_trap(in)) return Disposition::kDrop;
   const int origin = s.topology->local_ca();
   if (origin < 0) return Disposition::kDrop;
   uint8_t m[kMadBytes];
@@ -438,7 +501,7 @@ Disposition answer_subnet_smp(const Subnet& s, const uint8_t* in, size_t len, ui
   } else if (!walk_lid(s, origin, dlid, &at)) {
     return Disposition::kDrop;
   }
-  return answer_at(s, at, m, directed, out, local_effect);
+  return answer_at(s, at, m, directed, out, local_effect, traps);
 }
 
 }  // namespace softverbs::mad

@@ -16,6 +16,7 @@
 #include <cstddef>
 #include <cstdint>
 
+#include "mad/notice.h"
 #include "mad/port_view.h"
 #include "mad/sma.h"
 #include "mad/topology.h"
@@ -42,8 +43,11 @@ bool leaves_port(const PortView& local, const uint8_t* in, size_t len, uint16_t 
 // subnet.state. `dlid` is the destination of a LID-routed SMP (ignored for
 // a directed route). `local_effect` receives a Set's effect on the device's
 // own port (a path that comes back to it), for the caller to store.
+// `traps` (if not null) receives the traps a Set raised that reach the
+// device's port (a switch's link state change: mad/notice.h), for the
+// caller to hand to the SM's agent.
 Disposition answer_subnet_smp(const Subnet& subnet, const uint8_t* in, size_t len, uint16_t dlid, uint8_t* out,
-                              SmpEffect* local_effect);
+                              SmpEffect* local_effect, RaisedTraps* traps = nullptr);
 
 // Where a LID-routed packet from the device's port to `dlid` arrives:
 // across its link, then from switch to switch by their LFTs, to the port

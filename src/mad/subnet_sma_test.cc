@@ -97,11 +97,12 @@ class SubnetSmaTest : public ::testing::Test {
     Disposition d;
     Mad out{};
     SmpEffect effect;
+    RaisedTraps traps;
   };
   Answer ask(const Mad& in, uint16_t dlid = 0) {
     Answer a;
     shm::SubnetLock lock(*state_);
-    a.d = answer_subnet_smp(subnet_, in.data(), in.size(), dlid, a.out.data(), &a.effect);
+    a.d = answer_subnet_smp(subnet_, in.data(), in.size(), dlid, a.out.data(), &a.effect, &a.traps);
     return a;
   }
   static Bytes data(const Mad& m, size_t n = kSmpDataBytes) {
@@ -320,6 +321,84 @@ TEST_F(SubnetSmaTest, MKeyProtectsANode) {
   ASSERT_EQ(status(ask(m).out), 0);
   EXPECT_EQ(ask(dr(0x01, 0x0011, 0, {1, 7})).d, Disposition::kDrop);
   EXPECT_EQ(ask(dr(0x01, 0x0011, 0, {1, 7, 1})).d, Disposition::kRespond);  // the CA beyond has no key
+}
+
+// ibportstate's disable and enable: PortInfo:PortPhysicalState 3, then 2.
+TEST_F(SubnetSmaTest, ALinkStateChangeRaisesTrap128ToTheSm) {
+  // An SM at the device's LID 1 gives sw-a LID 2 and sw-b LID 3 and routes
+  // LID 1 back to itself: sw-b over 7, sw-a over 1.
+  ASSERT_EQ(status(set_port({1}, 0, 2, 0).out), 0);
+  ASSERT_EQ(status(set_port({1, 7}, 0, 3, 0).out), 0);
+  auto route_to_sm = [&](std::initializer_list<uint8_t> path, uint8_t out) {
+    Mad m = dr(0x02, 0x0019, 0, path);
+    std::memset(m.data() + 64, 0xff, 64);
+    m[64 + 1] = out;
+    return status(ask(m).out);
+  };
+  ASSERT_EQ(route_to_sm({1, 7}, 7), 0);
+  ASSERT_EQ(route_to_sm({1}, 1), 0);
+  auto phys = [&](std::initializer_list<uint8_t> path, uint32_t port, uint8_t phys_state) {
+    Mad m = dr(0x02, 0x0015, port, path);
+    m[64 + 33] = static_cast<uint8_t>(phys_state << 4);
+    return ask(m);
+  };
+
+  // Disable sw-b port 1 (to ca-3): down at both ends, and sw-b tells the SM.
+  Answer a = phys({1, 7}, 1, 3);
+  ASSERT_EQ(status(a.out), 0);
+  EXPECT_EQ(a.out[64 + 32] & 0xf, 1);   // DOWN
+  EXPECT_EQ(a.out[64 + 33] >> 4, 3);    // Disabled
+  ASSERT_EQ(a.traps.count, 1u);
+  const Trap& t = a.traps.traps[0];
+  EXPECT_EQ(t.dlid, 1);
+  EXPECT_EQ(t.slid, 3);
+  EXPECT_EQ(Method::get(t.mad), 0x05);
+  EXPECT_EQ(AttributeId::get(t.mad), kNoticeAttr);
+  EXPECT_EQ(Bytes(t.mad + 64, t.mad + 76), Bytes({0x81, 0x00, 0x00, 0x02, 0x00, 0x80, 0x00, 0x03, 0x00, 0x00, 0x00, 0x03}));
+  EXPECT_EQ(ask(dr(0x01, 0x0011, 0, {1, 7, 1})).d, Disposition::kDrop);  // nothing crosses the link
+  // sw-b's SwitchInfo:PortStateChange is set until a Set writes 1 to it.
+  EXPECT_EQ(ask(dr(0x01, 0x0012, 0, {1, 7})).out[64 + 11] & 0x04, 0x04);
+  EXPECT_EQ(ask(dr(0x01, 0x0012, 0, {1})).out[64 + 11] & 0x04, 0);  // sw-a saw no change
+  Mad clear = dr(0x02, 0x0012, 0, {1, 7});
+  clear[64 + 11] = 0x04;
+  EXPECT_EQ(ask(clear).out[64 + 11] & 0x04, 0);
+
+  // Disabling it again changes nothing: no trap.
+  EXPECT_EQ(phys({1, 7}, 1, 3).traps.count, 0u);
+  // Enabled: the link is back, INIT, and the SM hears of it again.
+  a = phys({1, 7}, 1, 2);
+  ASSERT_EQ(status(a.out), 0);
+  EXPECT_EQ(a.out[64 + 32] & 0xf, 2);
+  EXPECT_EQ(a.out[64 + 33] >> 4, 5);  // LinkUp
+  EXPECT_EQ(a.traps.count, 1u);
+  EXPECT_EQ(ask(dr(0x01, 0x0011, 0, {1, 7, 1})).d, Disposition::kRespond);
+
+  // The link between the switches: both ends raise trap 128.
+  a = phys({1}, 8, 3);
+  ASSERT_EQ(a.traps.count, 2u);
+  EXPECT_EQ(a.traps.traps[0].slid, 2);
+  EXPECT_EQ(a.traps.traps[1].slid, 3);
+  a = ask(dr(0x01, 0x0015, 8, {1, 7}));  // sw-b's end: down, polling
+  EXPECT_EQ(a.out[64 + 32] & 0xf, 1);
+  EXPECT_EQ(a.out[64 + 33] >> 4, 2);
+
+  // An SM's own PortState Sets are no link state change: no trap.
+  EXPECT_EQ(set_port({1, 7}, 0, 3, 3).traps.count, 0u);
+  // A CA raises no trap 128; a port 0 has no physical state to set; other
+  // physical states are not the SM's to set.
+  EXPECT_EQ(phys({1, 2}, 1, 3).traps.count, 1u);  // ca-2's port: sw-a's end tells
+  EXPECT_EQ(status(phys({1}, 0, 3).out), 0x001c);
+  EXPECT_EQ(status(phys({1}, 3, 5).out), 0x001c);
+  // With no route to the SM the bit is set but the trap goes nowhere.
+  ASSERT_EQ(route_to_sm({1, 7}, 0xff), 0);
+  ASSERT_EQ(ask(clear).out[64 + 11] & 0x04, 0);
+  a = phys({1, 7}, 2, 3);
+  EXPECT_EQ(a.traps.count, 0u);
+  EXPECT_EQ(ask(dr(0x01, 0x0012, 0, {1, 7})).out[64 + 11] & 0x04, 0x04);
+  // A Trap or TrapRepress to a node is taken without an answer.
+  Mad repress = lid_routed(0x07, kNoticeAttr, 0);
+  EXPECT_EQ(ask(repress, 3).d, Disposition::kDrop);
+  EXPECT_EQ(ask(lid_routed(0x05, kNoticeAttr, 0), 3).d, Disposition::kDrop);
 }
 
 TEST_F(SubnetSmaTest, SwitchInfoGoldenAndSet) {

@@ -43,7 +43,12 @@ bool for_user_agent(const uint8_t* mad) {
   switch (static_cast<MgmtClassId>(MgmtClass::get(mad))) {
     case MgmtClassId::kSubnLidRouted:
     case MgmtClassId::kSubnDirectedRoute:
-      return AttributeId::get(mad) == static_cast<uint16_t>(SmpAttr::kSmInfo);
+      // The HCA's SMA takes Get and Set (and TrapRepress, a response);
+      // what it leaves to the agents is what the SM registered for: SMInfo
+      // and the Traps the subnet's SMAs send it (the kernel hands every SMP
+      // the driver's process_mad did not consume to the registered agent).
+      return AttributeId::get(mad) == static_cast<uint16_t>(SmpAttr::kSmInfo) ||
+             Method::get(mad) == static_cast<uint8_t>(MethodId::kTrap);
     case MgmtClassId::kPerfMgmt:
       return false;
   }

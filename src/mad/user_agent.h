@@ -41,7 +41,7 @@ bool is_response(const uint8_t* mad);
 
 // Whether a request for this port is for a userspace agent rather than the
 // device's own: every class but the SMA's and the PMA's, and of the SMPs
-// only SMInfo (an HCA's SMA leaves it to the SM on the port).
+// only SMInfo and Traps (an HCA's SMA leaves them to the SM on the port).
 bool for_user_agent(const uint8_t* mad);
 
 // Whether the request `mad` (kMadBytes or more) reaches agent `r`.

@@ -70,6 +70,16 @@ TEST(UserAgent, TheDeviceKeepsItsSmpsButSmInfoAndThePma) {
   EXPECT_FALSE(for_user_agent(mad(0x81, 1, 0x01, 0x0011).data()));
   EXPECT_FALSE(for_user_agent(mad(0x01, 1, 0x02, 0x0015).data()));
   EXPECT_FALSE(for_user_agent(mad(0x04, 1, 0x01, 0x0012).data()));
+  // A Trap(Notice) is the SM's, by either routing; its TrapRepress is a
+  // response (above), never a request for an agent.
+  EXPECT_TRUE(for_user_agent(mad(0x01, 1, 0x05, 0x0002).data()));
+  EXPECT_TRUE(for_user_agent(mad(0x81, 1, 0x05, 0x0002).data()));
+  AgentRegistration sm;
+  sm.mgmt_class = 0x01;
+  sm.class_version = 1;
+  for (unsigned m : {0x01u, 0x02u, 0x05u, 0x07u}) sm.method_mask[0] |= uint64_t{1} << m;  // as opensm registers
+  EXPECT_TRUE(wants(sm, mad(0x01, 1, 0x05, 0x0002).data()));
+  EXPECT_FALSE(wants(sm, mad(0x01, 1, 0x07, 0x0002).data()));
 }
 
 TEST(UserAgent, RegistrationsTheKernelRefuses) {

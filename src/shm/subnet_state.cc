@@ -17,7 +17,7 @@
 namespace softverbs::shm {
 namespace {
 
-constexpr uint64_t kSubnetMagic = 0x5356'5355'424e'0002ull;  // "SVSUBN", version 2
+constexpr uint64_t kSubnetMagic = 0x5356'5355'424e'0003ull;  // "SVSUBN", version 3 (SubnetPort::phys_disabled)
 static_assert(std::is_trivially_copyable_v<SubnetNode>, "the file is shared memory");
 
 void init_file(SubnetFile* f) {

@@ -16,7 +16,8 @@
 // Invariants:
 //  1. A file whose magic is set is fully initialised (creation holds flock).
 //  2. port_state 0 means "as the link leaves it": INIT on a linked port,
-//     DOWN on a port without a link (the topology decides which).
+//     DOWN on a port without a link (the topology decides which, and a
+//     disabled port at either end takes the link down).
 #pragma once
 
 #include <pthread.h>
@@ -48,6 +49,9 @@ struct SubnetPort {
   uint8_t port_state = 0;     // IBA 14.2.5.6 PortState; 0: see invariant 2
   uint8_t subnet_timeout = 0;
   uint8_t neighbor_mtu = 5;   // 4096
+  // PortInfo:PortPhysicalState set to Disabled (IBA 14.2.5.6): the link is
+  // down at both ends until a Set of Polling enables the port again.
+  uint8_t phys_disabled = 0;
   QosTables qos;
 };
 
@@ -58,7 +62,7 @@ struct SubnetSwitch {
   uint8_t default_mcast_primary = 0;
   uint8_t default_mcast_not_primary = 0;
   uint8_t life_time = 0;
-  uint8_t port_state_change = 0;
+  uint8_t port_state_change = 0;  // SwitchInfo:PortStateChange (IBA 14.2.5.4)
   uint8_t lft[kLftCap];
   uint16_t mft[kMftCap][kMftPositions];  // port masks, 16 ports per position
 };

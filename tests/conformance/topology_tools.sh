@@ -35,6 +35,10 @@
 # sm-tools: with opensm running, ibqueryerrors without --skip-sl (it asks
 # the SA for SLs) names the device's link after a faulty data run; ibping
 # and ibsysstat round trips to a server in another process (vendor classes).
+# traps: with opensm running without periodic sweeps (-s 0), ibportstate
+# disabling a switch port makes the switch send trap 128 (IBA 14.2.5.1) to
+# opensm, which logs it from the switch's LID and re-sweeps because of it;
+# iblinkinfo then shows the link down; enabling it again brings it back.
 set -euo pipefail
 lib=$1
 scenario=$2
@@ -121,11 +125,11 @@ write_bw() {
   server=
 }
 
-# sm_start: opensm left running in the background (killed by PID at exit)
-# until SUBNET UP; -d 2 flushes its log after each line.
+# sm_start [OPENSM ARGS...]: opensm left running in the background (killed
+# by PID at exit) until SUBNET UP; -d 2 flushes its log after each line.
 sm_start() {
   command -v opensm >/dev/null || { echo "SKIP: opensm is not installed"; exit 77; }
-  OSM_CACHE_DIR=$work opensm -d 2 -f "$work/opensm.log" >"$work/opensm.out" 2>&1 &
+  OSM_CACHE_DIR=$work opensm -d 2 "$@" -f "$work/opensm.log" >"$work/opensm.out" 2>&1 &
   sm_pid=$!
   for _ in $(seq 150); do
     grep -q "SUBNET UP" "$work/opensm.log" 2>/dev/null && break
@@ -725,6 +729,52 @@ case $scenario in
         { cat "$work/sysstat-host" >&2; fail "ibsysstat host: not this host's name"; }
       kill -TERM "$server"; wait "$server" 2>/dev/null || true; server=
     fi
+    ;;
+  traps)
+    command -v ibportstate >/dev/null && command -v iblinkinfo >/dev/null ||
+      { echo "SKIP: infiniband-diags is not installed"; exit 77; }
+    # No periodic sweep: a heavy sweep after SUBNET UP can only come from a
+    # trap. -D 0x07 logs errors, info and verbose lines (the trap itself is
+    # logged as an error, the sweep it forces as verbose).
+    sm_start -s 0 -D 0x07
+    run net ibnetdiscover
+    leafb=$(lid_of leaf-b)
+    [ -n "$leafb" ] && [ "$leafb" -gt 0 ] || { cat "$work/net" >&2; fail "leaf-b has no LID"; }
+    # sm_log_wait N PATTERN: until opensm's log has N lines matching PATTERN (10 s).
+    sm_log_wait() {
+      for _ in $(seq 50); do
+        [ "$(grep -c -- "$2" "$work/opensm.log")" -ge "$1" ] && return 0
+        kill -0 "$sm_pid" 2>/dev/null || fail "opensm exited"
+        sleep 0.2
+      done
+      tail -40 "$work/opensm.log" >&2
+      fail "opensm's log: fewer than $1 lines of '$2' in 10 s"
+    }
+    notice="Received Generic Notice type:1 num:128 (Link state change) Producer:2 (Switch) from LID:$leafb "
+    grep -q -- "num:128" "$work/opensm.log" && fail "a trap 128 before any link changed"
+    sweeps=$(grep -c "HEAVY SWEEP COMPLETE" "$work/opensm.log" || true)
+    run disable ibportstate "$leafb" 1 disable
+    sm_log_wait 1 "$notice"
+    sm_log_wait 1 "Forcing heavy sweep. Received trap:128"
+    sm_log_wait $((sweeps + 1)) "HEAVY SWEEP COMPLETE"
+    grep -m1 -- "$notice" "$work/opensm.log"
+    # Sent once, not repeated (src/mad/notice.h): one notice per change.
+    [ "$(grep -c -- "num:128" "$work/opensm.log")" = 1 ] || { grep -- "num:128" "$work/opensm.log" >&2; fail "not one trap 128"; }
+    run links iblinkinfo
+    awk '/^Switch: .*leaf-b/ { s = 1; next } /^Switch: / { s = 0 } s && $2 ~ /^1\[/' "$work/links" >"$work/leafb1"
+    grep -q 'Down/ *Disabled' "$work/leafb1" || { cat "$work/links" >&2; fail "iblinkinfo: leaf-b port 1 is not Down/Disabled"; }
+    cat "$work/leafb1"
+    # Enabled again: another trap, another sweep, and opensm brings the link up.
+    run enable ibportstate "$leafb" 1 enable
+    sm_log_wait 2 "$notice"
+    sm_log_wait $((sweeps + 2)) "HEAVY SWEEP COMPLETE"
+    for _ in $(seq 50); do
+      run links iblinkinfo
+      awk '/^Switch: .*leaf-b/ { s = 1; next } /^Switch: / { s = 0 } s && $2 ~ /^1\[/' "$work/links" >"$work/leafb1"
+      grep -q 'Active/ *LinkUp' "$work/leafb1" && break
+      sleep 0.2
+    done
+    grep -q 'Active/ *LinkUp' "$work/leafb1" || { cat "$work/links" >&2; fail "iblinkinfo: leaf-b port 1 did not come back Active"; }
     ;;
   *) fail "unknown scenario" ;;
 esac

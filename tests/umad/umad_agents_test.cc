@@ -248,4 +248,60 @@ TEST_F(UmadAgents, AnotherProcessServesAndItsDeathTimesOut) {
   EXPECT_GE(register_sa(server_), 0);
 }
 
+// A SubnTrap(Notice) SMP (IBA 14.2.5.1) for this port reaches the agent
+// that registered class 0x01 for the Trap method, as opensm registers it;
+// the SM's TrapRepress gets no answer; with no SM registered the trap goes
+// nowhere (and a sender that waits learns so from its timeout).
+TEST_F(UmadAgents, ATrapReachesTheSmAndItsRepressIsNotAnswered) {
+  long mask[16 / sizeof(long)] = {};
+  mask[0] = 1L << 0x01 | 1L << 0x02 | 1L << 0x05 | 1L << 0x07;  // Get, Set, Trap, TrapRepress
+  const int sm = umad_register(server_, 0x01, 1, 0, mask);
+  ASSERT_GE(sm, 0);
+  const int me = umad_register(client_, 0x01, 1, 0, nullptr);
+  ASSERT_GE(me, 0);
+  Buffer trap;
+  uint8_t* m = trap.mad();
+  m[0] = 1;
+  m[1] = 0x01;
+  m[2] = 1;
+  m[3] = 0x05;  // SubnTrap
+  set_be(m + 8, 8, 0x77);
+  set_be(m + 16, 2, 0x0002);  // Notice
+  m[64] = 0x81;               // generic, urgent
+  set_be(m + 67, 1, 2);       // producer: switch
+  set_be(m + 68, 2, 128);     // trap 128
+  umad_set_addr(trap.umad(), 1, 0, 0, 0);  // to the SM's LID: the port's own
+  ASSERT_EQ(umad_send(client_, me, trap.umad(), kMad, 0, 0), 0);
+  Buffer got;
+  int len = kMad;
+  ASSERT_EQ(umad_recv(server_, got.umad(), &len, 2000), sm);
+  EXPECT_EQ(got.mad()[3], 0x05);
+  EXPECT_EQ(be_at(got.mad() + 68, 2), 128u);
+  EXPECT_EQ(be32toh(umad_get_mad_addr(got.umad())->qpn), 0u);  // it came to QP0
+
+  // The SM represses it: nothing comes back to the trap's sender, nor
+  // from a node elsewhere in the subnet (here: none at LID 9).
+  Buffer repress;
+  std::memcpy(repress.mad(), got.mad(), kMad);
+  repress.mad()[3] = 0x07;
+  umad_set_addr(repress.umad(), 1, 0, 0, 0);
+  ASSERT_EQ(umad_send(server_, sm, repress.umad(), kMad, 0, 0), 0);
+  umad_set_addr(repress.umad(), 9, 0, 0, 0);
+  ASSERT_EQ(umad_send(server_, sm, repress.umad(), kMad, 200, 0), 0);
+  len = kMad;
+  EXPECT_EQ(umad_recv(client_, got.umad(), &len, 300), -ETIMEDOUT);
+  EXPECT_EQ(umad_poll(server_, 300), -ETIMEDOUT);
+
+  // No SM: the port's SMA neither takes nor answers the trap.
+  ASSERT_EQ(umad_unregister(server_, sm), 0);
+  const auto start = Clock::now();
+  ASSERT_EQ(umad_send(client_, me, trap.umad(), kMad, 100, 0), 0);
+  len = kMad;
+  ASSERT_EQ(umad_recv(client_, got.umad(), &len, 2000), me);
+  EXPECT_EQ(umad_status(got.umad()), ETIMEDOUT);
+  EXPECT_EQ(got.mad()[3], 0x05);
+  EXPECT_LT(Clock::now() - start, std::chrono::seconds(2));
+  EXPECT_EQ(umad_poll(server_, 0), -ETIMEDOUT);
+}
+
 }  // namespace

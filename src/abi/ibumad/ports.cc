@@ -36,6 +36,7 @@
 #include "abi/ibumad/user_agents.h"
 #include "mad/agent.h"
 #include "mad/mad_layout.h"
+#include "mad/notice.h"
 #include "mad/rmpp.h"
 #include "mad/sa_mcmember.h"
 #include "mad/user_agent.h"
@@ -108,6 +109,22 @@ void answer_leave_here(OpenPort& port, int agentid, const ib_user_mad& sent, con
   u->agent_id = static_cast<uint32_t>(agentid);
   u->length = kRecordBytes;
   deliver(port, record, kRecordBytes);
+}
+
+// A trap a node of the subnet raised (mad/notice.h), as this port's QP0
+// receives it: from the issuer's LID, to the agent that registered for
+// SubnTrap (the SM). With none, nobody hears it, as on a fabric.
+void send_trap(const mad::Trap& trap) {
+  uint8_t record[kRecordBytes] = {};
+  auto* u = reinterpret_cast<ib_user_mad*>(record);
+  u->addr.lid = htobe16(trap.slid);
+  u->addr.sl = trap.sl;
+  uint8_t* mad_bytes = record + kUmadHeader;
+  std::memcpy(mad_bytes, trap.mad, mad::kMadBytes);
+  softverbs::umad::AgentAddress to;
+  mad::AgentRegistration reg;
+  if (!find_agent(mad_bytes, &to, &reg)) return;
+  (void)post_request(to, record, mad::prepare_send(mad_bytes, mad::kMadBytes, 0));
 }
 
 }  // namespace
@@ -307,6 +324,11 @@ SV_UMAD_EXPORT int umad_send(int portid, int agentid, void* umad, int length, in
   const bool directed = klass == static_cast<uint8_t>(mad::MgmtClassId::kSubnDirectedRoute);
   const bool smp = klass == static_cast<uint8_t>(mad::MgmtClassId::kSubnLidRouted) || directed;
   const softverbs::shm::Segment* seg = segment();
+  if (mad::is_smp_trap_repress(in) && !reaches_this_port(in_umad->addr, in)) {
+    // For the SMA of the node that raised the trap, which takes it and
+    // answers nothing (mad/notice.h: it repeats no trap).
+    return 0;
+  }
   if (mad::is_response(in)) {
     // Back to the agent that asked, by the tag in its TID; dropped if that
     // process is gone (its request times out there).
@@ -353,10 +375,16 @@ SV_UMAD_EXPORT int umad_send(int portid, int agentid, void* umad, int length, in
     // SMPs for other LIDs go into the subnet, if the device has one, and so
     // do GMPs for the subnet's PMAs (mad/agent.h).
     const bool ours = seg != nullptr && (smp || for_this_port(in_umad->addr));
-    if (seg != nullptr &&
-        (ours ? mad::answer_mad(*seg, in, mad::kMadBytes, dlid, out_umad->data)
-              : mad::answer_remote_gmp(*seg, in, mad::kMadBytes, dlid, out_umad->data)) ==
-            mad::Disposition::kRespond) {
+    mad::RaisedTraps traps;
+    const bool answered = seg != nullptr &&
+                          (ours ? mad::answer_mad(*seg, in, mad::kMadBytes, dlid, out_umad->data, &traps)
+                                : mad::answer_remote_gmp(*seg, in, mad::kMadBytes, dlid, out_umad->data)) ==
+                              mad::Disposition::kRespond;
+    // The Set's answer and the traps it raised travel apart, as they do on
+    // a fabric; the traps leave first, so the SM hears of the change by
+    // the time the tool reads its answer.
+    for (unsigned i = 0; i < traps.count; ++i) send_trap(traps.traps[i]);
+    if (answered) {
       out_umad->agent_id = static_cast<uint32_t>(agentid);
       out_umad->length = kRecordBytes;
       out_umad->addr.qpn = htobe32(smp ? 0 : 1);

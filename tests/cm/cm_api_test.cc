@@ -482,7 +482,7 @@ TEST_F(CmHeldDisconnect, DisconnectedWaitsForThePollOfWhatCameBefore) {
   ASSERT_EQ(ibv_poll_cq(child_->recv_cq, 1, &wc), 1);
   EXPECT_EQ(wc.status, IBV_WC_SUCCESS);
   EXPECT_STREQ(in_, "last words");
-  EXPECT_TRUE(readable(server_ch_->fd, 200)) << "the poll released DISCONNECTED";
+  EXPECT_TRUE(readable(server_ch_->fd, 2000)) << "the poll released DISCONNECTED";
   expect_and_ack(server_ch_, RDMA_CM_EVENT_DISCONNECTED);
 }
 
@@ -500,7 +500,7 @@ TEST_F(CmHeldDisconnect, AnUnpolledCqHoldsItHalfASecondAtMost) {
 TEST_F(CmHeldDisconnect, RdmaDisconnectReleasesIt) {
   send_then_disconnect();
   ASSERT_EQ(rdma_disconnect(child_), 0);
-  EXPECT_TRUE(readable(server_ch_->fd, 200)) << "the application went down itself";
+  EXPECT_TRUE(readable(server_ch_->fd, 2000)) << "the application went down itself";
   expect_and_ack(server_ch_, RDMA_CM_EVENT_DISCONNECTED);
 }
 

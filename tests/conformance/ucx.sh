@@ -1,11 +1,14 @@
 #!/usr/bin/env bash
 # UCX, unmodified (Debian's ucx-utils): ucx_perftest through our
 # libibverbs.so.1, with UCX limited to one verbs transport.
-#   ucx.sh <dir of the softverbs executable> <host|roce> <rc|ud>
+#   ucx.sh <dir of the softverbs executable> <host|roce> <rc|ud|cm>
 # host: server and client on localhost, device softverbs0.
 # roce: server and client in two network namespaces, softverbs_roce0 each.
-# For each of tag_lat 8 B, tag_bw 1 MiB and ucp_put_bw 1 MiB both ends exit 0
-# and the client's "Final:" row has non-zero latencies and rates. UCX lists a device only
+# rc, ud: for each of tag_lat 8 B, tag_bw 1 MiB and ucp_put_bw 1 MiB both
+# ends exit 0 and the client's "Final:" row has non-zero latencies and rates.
+# cm: UCP's client/server API (io_demo, 200 reads and writes of 1-64 KiB with
+# data and transaction checks) connects through UCX's rdmacm connection
+# manager, i.e. our librdmacm.so.1; the client must say it used it. UCX lists a device only
 # when /dev/infiniband/<dev_name> exists: the programs run under
 # `softverbs run --dev-nodes`, which provides it without touching /dev.
 # `rc` needs `ud_verbs` beside it: UCX wires an RC endpoint up through an
@@ -19,7 +22,8 @@ command -v ucx_perftest >/dev/null || { echo "SKIP: ucx_perftest is not installe
 case $transport in
   rc) tls=rc_verbs,ud_verbs ;;
   ud) tls=ud_verbs ;;
-  *) echo "usage: ucx.sh BIN host|roce rc|ud" >&2; exit 2 ;;
+  cm) tls=rc_verbs,ud_verbs,self ;;
+  *) echo "usage: ucx.sh BIN host|roce rc|ud|cm" >&2; exit 2 ;;
 esac
 # The nodes come from `softverbs run --dev-nodes` (a mount namespace): skip
 # where this machine allows none and has no nodes either.
@@ -94,6 +98,43 @@ one() {
   port=$((port + 1))
 }
 
+# io_demo's server serves until it is killed; its client exits 0 once every
+# IO was checked and its connection closed.
+through_cm() {
+  local rc=0 _
+  "${server_ns[@]}" env "${common_env[@]}" "${server_env[@]}" timeout 60 \
+    "$bin/softverbs" run --dev-nodes -- io_demo -p "$port" -q -o read,write -d 1024:65536 -i 200 >"$work/server.out" 2>&1 &
+  local server=$!
+  pids+=("$server")
+  for _ in $(seq 100); do
+    rc=0
+    "${client_ns[@]}" env "${common_env[@]}" "${client_env[@]}" UCX_LOG_LEVEL=debug timeout 60 \
+      "$bin/softverbs" run --dev-nodes -- io_demo -p "$port" -q -o read,write -d 1024:65536 -i 200 "$server_addr" \
+      >"$work/client.out" 2>&1 || rc=$?
+    if [ $rc -ne 0 ] && grep -qE "Connection refused|rejected|unreachable" "$work/client.out" &&
+       kill -0 "$server" 2>/dev/null; then
+      sleep 0.2
+    else
+      break
+    fi
+  done
+  kill -0 "$server" 2>/dev/null || { cat "$work/server.out"; echo "FAIL: $fabric io_demo server exited early"; exit 1; }
+  if [ $rc -ne 0 ] || ! grep -q "Client exit with status 'OK'" "$work/client.out"; then
+    grep -v " DEBUG \| TRACE " "$work/client.out" | tail -n 30; echo "--- server"; tail -n 30 "$work/server.out"
+    echo "FAIL: $fabric io_demo client exited $rc"
+    exit 1
+  fi
+  grep -q "on cm rdmacm" "$work/client.out" ||
+    { grep "wireup_cm" "$work/client.out" | head; echo "FAIL: $fabric io_demo did not connect through the rdmacm CM"; exit 1; }
+  echo "PASS: $fabric io_demo: 200 checked IOs over a UCP endpoint that UCX's rdmacm CM connected"
+}
+
+if [ "$transport" = cm ]; then
+  [ "$server_addr" != localhost ] || server_addr=127.0.0.1  # io_demo takes numeric addresses only
+  command -v io_demo >/dev/null || { echo "SKIP: io_demo is not installed (Debian package ucx-utils)"; exit 77; }
+  through_cm
+  exit 0
+fi
 one tag_lat 8 2000
 one tag_bw 1048576 200
 one ucp_put_bw 1048576 200

@@ -18,6 +18,18 @@
 //                                the VL arbitration tables share it (transport/link_pacing.h)
 //       Both are the port's: the first process to attach stores them in the
 //       segment (shm/port_link.h); a later one with other values is told so.
+//   SOFTVERBS_QOS_CONFIG=qos.conf  the port's SL2VL and VL arbitration tables
+//                                (and OperVLs, VLHighLimit) without an SM, from
+//                                opensm's own options (qos_ca_max_vls,
+//                                qos_ca_high_limit, qos_ca_vlarb_high,
+//                                qos_ca_vlarb_low, qos_ca_sl2vl, or their qos_*
+//                                defaults; mad/qos_config_file.h, docs/QOS.md).
+//                                The first process to attach stores them in the
+//                                segment (mad::claim_boot_qos), in place of a
+//                                topology file's qos_ca_* lines for this port; a
+//                                later one whose tables differ from the port's is
+//                                told so. A file that cannot be read or tables the
+//                                port could not take: no device, with the reason.
 // Unset: the InfiniBand-link host device softverbs0.
 //
 // Processes that share a device must agree on these; the default segment of
@@ -33,6 +45,7 @@
 
 #include "fabric/fabrics.h"
 #include "shm/port_link.h"
+#include "shm/port_qos.h"
 
 namespace softverbs::verbs {
 
@@ -43,6 +56,8 @@ struct PortConfig : fabric::PortSetup {
   std::string error;               // non-empty: the environment is invalid (logged; no device)
   shm::LinkConfig link;            // what this process would give the port (SOFTVERBS_LINK*)
   bool link_set = false;           // SOFTVERBS_LINK or SOFTVERBS_LINK_PACING was given
+  bool qos_set = false;            // SOFTVERBS_QOS_CONFIG gives the port's boot tables
+  shm::QosTables qos;              // ... these
 };
 
 // Parsed once; thread-safe.
@@ -54,6 +69,10 @@ PortConfig parse_port_config(const char* roce_addr, const char* roce_port, const
 // SOFTVERBS_LINK and SOFTVERBS_LINK_PACING into `c` (its roce decided);
 // sets c.error when they do not parse (exposed for tests).
 void parse_link_config(const char* link, const char* pacing, PortConfig* c);
+
+// SOFTVERBS_QOS_CONFIG into `c`; sets c.error when the file cannot be read
+// or is refused (exposed for tests).
+void parse_qos_config_env(const char* path, PortConfig* c);
 
 // SOFTVERBS_DEVICE_PATH, or the default segment of the configured device.
 std::string device_segment_path();

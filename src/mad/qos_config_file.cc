@@ -2,11 +2,13 @@
 
 #include <cctype>
 #include <cerrno>
+#include <cstdlib>
 #include <cstring>
 #include <fstream>
 #include <sstream>
 
 #include "mad/topology_qos.h"
+#include "util/log.h"
 
 namespace softverbs::mad {
 namespace {
@@ -76,6 +78,17 @@ QosConfigParse load_qos_config(const char* path) {
   std::ostringstream text;
   text << in.rdbuf();
   return parse_qos_config(text.str());
+}
+
+const QosConfigParse* process_qos_config() {
+  static const QosConfigParse* const parsed = []() -> const QosConfigParse* {
+    const char* path = std::getenv("SOFTVERBS_QOS_CONFIG");
+    if (path == nullptr || *path == '\0') return nullptr;
+    auto* q = new QosConfigParse(load_qos_config(path));  // the process's, never freed
+    if (!q->ok()) SV_LOG(kError, "SOFTVERBS_QOS_CONFIG %s: %s", path, q->error.c_str());
+    return q;
+  }();
+  return parsed;
 }
 
 }  // namespace softverbs::mad

@@ -35,4 +35,13 @@ QosConfigParse parse_qos_config(std::string_view text);
 // Reads `path` and parses it; an unreadable file is an error.
 QosConfigParse load_qos_config(const char* path);
 
+// SOFTVERBS_QOS_CONFIG of this process, read once (thread-safe), its error
+// logged once; nullptr when it is not set. Where a process attaches
+// (ibv_get_device_list, libibumad) a refused file means no device.
+const QosConfigParse* process_qos_config();
+inline bool qos_config_refused() {
+  const QosConfigParse* q = process_qos_config();
+  return q != nullptr && !q->ok();
+}
+
 }  // namespace softverbs::mad

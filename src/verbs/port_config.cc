@@ -10,7 +10,6 @@
 #include <cstdlib>
 #include <cstring>
 
-#include "mad/qos_config_file.h"
 #include "shm/segment.h"
 #include "util/log.h"
 #include "util/raw_socket.h"
@@ -143,17 +142,6 @@ void parse_link_config(const char* link, const char* pacing, PortConfig* c) {
   }
 }
 
-void parse_qos_config_env(const char* path, PortConfig* c) {
-  if (path == nullptr || *path == '\0') return;
-  const mad::QosConfigParse q = mad::load_qos_config(path);
-  if (!q.ok()) {
-    c->error = "SOFTVERBS_QOS_CONFIG " + std::string(path) + ": " + q.error;
-    return;
-  }
-  c->qos_set = q.gives_tables;
-  c->qos = q.tables;
-}
-
 const PortConfig& port_config() {
   static const PortConfig config = [] {
     PortConfig c = parse_port_config(std::getenv("SOFTVERBS_ROCE_ADDR"), std::getenv("SOFTVERBS_ROCE_PORT"),
@@ -163,7 +151,6 @@ const PortConfig& port_config() {
         c.error.empty() && sm != nullptr && *sm != '\0' && std::strcmp(sm, "none") != 0 && std::strcmp(sm, "builtin") != 0)
       c.error = "SOFTVERBS_SM: 'none' (an external SM such as opensm) or 'builtin', not '" + std::string(sm) + "'";
     if (c.error.empty()) parse_link_config(std::getenv("SOFTVERBS_LINK"), std::getenv("SOFTVERBS_LINK_PACING"), &c);
-    if (c.error.empty()) parse_qos_config_env(std::getenv("SOFTVERBS_QOS_CONFIG"), &c);
     if (!c.error.empty()) SV_LOG(kError, "%s", c.error.c_str());
     const char* mtu = std::getenv("SOFTVERBS_ROCE_MTU");
     if (c.roce && c.error.empty() && (mtu == nullptr || *mtu == '\0')) c.mtu = mtu_for_link(c.gids.front());

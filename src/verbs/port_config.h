@@ -30,6 +30,8 @@
 //                                later one whose tables differ from the port's is
 //                                told so. A file that cannot be read or tables the
 //                                port could not take: no device, with the reason.
+//                                Read by the mad layer (mad::process_qos_config),
+//                                which the verbs layer does not include.
 // Unset: the InfiniBand-link host device softverbs0.
 //
 // Processes that share a device must agree on these; the default segment of
@@ -45,7 +47,6 @@
 
 #include "fabric/fabrics.h"
 #include "shm/port_link.h"
-#include "shm/port_qos.h"
 
 namespace softverbs::verbs {
 
@@ -56,8 +57,6 @@ struct PortConfig : fabric::PortSetup {
   std::string error;               // non-empty: the environment is invalid (logged; no device)
   shm::LinkConfig link;            // what this process would give the port (SOFTVERBS_LINK*)
   bool link_set = false;           // SOFTVERBS_LINK or SOFTVERBS_LINK_PACING was given
-  bool qos_set = false;            // SOFTVERBS_QOS_CONFIG gives the port's boot tables
-  shm::QosTables qos;              // ... these
 };
 
 // Parsed once; thread-safe.
@@ -69,10 +68,6 @@ PortConfig parse_port_config(const char* roce_addr, const char* roce_port, const
 // SOFTVERBS_LINK and SOFTVERBS_LINK_PACING into `c` (its roce decided);
 // sets c.error when they do not parse (exposed for tests).
 void parse_link_config(const char* link, const char* pacing, PortConfig* c);
-
-// SOFTVERBS_QOS_CONFIG into `c`; sets c.error when the file cannot be read
-// or is refused (exposed for tests).
-void parse_qos_config_env(const char* path, PortConfig* c);
 
 // SOFTVERBS_DEVICE_PATH, or the default segment of the configured device.
 std::string device_segment_path();

@@ -83,10 +83,12 @@ Turn try_turn(shm::SegmentHeader& h, uint8_t vl, uint64_t wire_bytes, uint32_t p
   const uint32_t packet = mtu + kPacketOverhead;
   for (;;) {
     const uint64_t now = now_ns();
-    if (*waiting_since == 0) *waiting_since = now;
-    const uint64_t since = *waiting_since;
     const double share = arbitration_share(tables, weights, busy_vls(h.link, now), vl, packet);
     if (share <= 0) {
+      // Only a wait without a share counts (PortVLXmitWait, the lifetime):
+      // waiting for the VL's own previous stretch to pass is its own data.
+      if (*waiting_since == 0) *waiting_since = now;
+      const uint64_t since = *waiting_since;
       if (now - since > kHeadOfQueueLifeNs) {
         lane.xmit_wait_ns.fetch_add(now - since, std::memory_order_relaxed);
         return Turn::kDiscard;
@@ -112,7 +114,8 @@ Turn try_turn(shm::SegmentHeader& h, uint8_t vl, uint64_t wire_bytes, uint32_t p
     // for the stretches in which the other VLs' packets had the link: what
     // its bytes take beyond their time alone (PortVLXmitWaitCounters).
     const auto alone = static_cast<uint64_t>(static_cast<double>(wire_bytes) * 8 * 1000 / mbps);
-    lane.xmit_wait_ns.fetch_add(now - since + (duration > alone ? duration - alone : 0), std::memory_order_relaxed);
+    const uint64_t starved = *waiting_since != 0 ? now - *waiting_since : 0;
+    lane.xmit_wait_ns.fetch_add(starved + (duration > alone ? duration - alone : 0), std::memory_order_relaxed);
     return Turn::kGo;
   }
 }

@@ -41,7 +41,7 @@ uint64_t request_wire_bytes(const SendSide& s, const SendWqe& w, const WrOpcodeI
 // The turn of `wire_bytes` on `vl`, now. kGo: the stretch is reserved, the
 // request leaves. kLater: ask again at *retry_at (the lane's stretch ends
 // then, or the VL has no share now); *waiting_since (0 on the first ask)
-// keeps when the request began to wait. kDiscard: the packet is to be
+// keeps when the request began to wait without a share. kDiscard: the packet is to be
 // discarded (PortXmitDiscards), because no arbitration table gives `vl` a
 // weight or it waited past the head-of-queue lifetime (kHeadOfQueueLifeNs).
 Turn try_turn(shm::SegmentHeader& h, uint8_t vl, uint64_t wire_bytes, uint32_t packets, uint32_t mtu,

@@ -127,8 +127,9 @@ void progress(SendSide& s, bool may_wait) {
         if (may_wait) {
           // Everything is looked at again after the sleep: a receive thread
           // may have sent this request, or failed the QP, meanwhile.
+          const uint64_t at = s.completer.turn_at;  // guarded by the lock
           s.lock.unlock();
-          sleep_until(s.completer.turn_at);
+          sleep_until(at);
           s.lock.lock();
           continue;
         }

@@ -1,5 +1,6 @@
 #include "mad/agent.h"
 
+#include <atomic>
 #include <cinttypes>
 #include <cstdlib>
 #include <memory>
@@ -9,6 +10,7 @@
 #include "mad/mad_layout.h"
 #include "mad/pma.h"
 #include "mad/pma_counters.h"
+#include "mad/qos_config_file.h"
 #include "mad/port_view.h"
 #include "mad/subnet_pma.h"
 #include "mad/subnet_sma.h"
@@ -139,16 +141,33 @@ Disposition answer_remote_gmp(const shm::Segment& seg, const uint8_t* in, size_t
 
 void claim_boot_qos(const shm::Segment& seg) {
   shm::SegmentHeader& h = seg.header();
-  if (h.qos.boot_claimed.load(std::memory_order_acquire) != 0) return;
-  // A file that cannot be used claims nothing: the process that brings a
-  // good one gives the port its tables.
-  const LoadedSubnet& l = loaded_subnet(seg);
-  if (l.failed) return;
-  uint32_t unclaimed = 0;
-  if (!h.qos.boot_claimed.compare_exchange_strong(unclaimed, 1, std::memory_order_acq_rel)) return;
-  if (!l.topology.has_ca_qos) return;
-  shm::ControlLock lock(seg);
-  shm::store_qos(h, l.topology.ca_qos);
+  const QosConfigParse* config = process_qos_config();
+  const shm::QosTables* own = config != nullptr && config->ok() && config->gives_tables ? &config->tables : nullptr;
+  if (h.qos.boot_claimed.load(std::memory_order_acquire) == 0) {
+    // A file that cannot be used claims nothing: the process that brings a
+    // good one gives the port its tables.
+    const LoadedSubnet& l = loaded_subnet(seg);
+    if (l.failed) return;
+    uint32_t unclaimed = 0;
+    if (h.qos.boot_claimed.compare_exchange_strong(unclaimed, 1, std::memory_order_acq_rel)) {
+      // SOFTVERBS_QOS_CONFIG is this port's own; a topology's qos_ca_* lines
+      // are every CA's.
+      const shm::QosTables* t = own != nullptr ? own : l.topology.has_ca_qos ? &l.topology.ca_qos : nullptr;
+      if (t != nullptr) {
+        shm::ControlLock lock(seg);
+        shm::store_qos(h, *t);
+      }
+      h.qos.boot_claimed.store(2, std::memory_order_release);
+      return;
+    }
+  }
+  // Told once per process, as for SOFTVERBS_LINK (verbs/device.cc). A port
+  // still being given its tables (1) is not compared.
+  static std::atomic<bool> told{false};
+  if (own != nullptr && h.qos.boot_claimed.load(std::memory_order_acquire) == 2 && !(shm::load_qos(h) == *own) &&
+      !told.exchange(true))
+    SV_LOG(kWarn, "the port's QoS tables were set by the process that created the device or by an SM: "
+                  "SOFTVERBS_QOS_CONFIG ignored");
 }
 
 bool topology_failed() {

@@ -37,9 +37,11 @@ Disposition answer_mad(const shm::Segment& seg, const uint8_t* in, size_t len, u
 Disposition answer_remote_gmp(const shm::Segment& seg, const uint8_t* in, size_t len, uint16_t dlid, uint8_t* out);
 
 // The first process to attach to the device gives its port the QoS tables
-// of SOFTVERBS_TOPOLOGY's file, if it has any (mad/topology_qos.h); every
-// later call does nothing, so an SM's tables are never undone. Called where
-// a process attaches: the verbs device and libibumad.
+// of SOFTVERBS_QOS_CONFIG (mad/qos_config_file.h), else those of
+// SOFTVERBS_TOPOLOGY's file, if it has any (mad/topology_qos.h); every later
+// call stores nothing, so an SM's tables are never undone, and warns once
+// when the process's SOFTVERBS_QOS_CONFIG differs from what the port has.
+// Called where a process attaches: the verbs device and libibumad.
 void claim_boot_qos(const shm::Segment& seg);
 
 // Whether SOFTVERBS_TOPOLOGY names a file that could not be used (its

@@ -57,19 +57,21 @@ bool fail(std::string* error, std::string what) {
 
 }  // namespace
 
-bool parse_qos_option(std::string_view text, QosOptions* o, std::string* error) {
+bool parse_qos_option(std::string_view text, QosOptions* o, std::string* error, std::string_view prefix) {
   text = trim(text);
   const size_t space = text.find_first_of(" \t");
   const std::string_view name = text.substr(0, space);
   const std::string_view value = space == std::string_view::npos ? std::string_view{} : trim(text.substr(space));
+  const std::string_view field = name.starts_with(prefix) ? name.substr(prefix.size()) : std::string_view{};
+  const std::string n_str(name);
   unsigned n = 0;
-  if (name == "qos_ca_max_vls") {
-    if (!number(value, 15, &n) || n == 0) return fail(error, "qos_ca_max_vls is 1 to 15");
+  if (field == "max_vls") {
+    if (!number(value, 15, &n) || n == 0) return fail(error, n_str + " is 1 to 15");
     o->max_vls = static_cast<int>(n);
-  } else if (name == "qos_ca_high_limit") {
-    if (!number(value, 255, &n)) return fail(error, "qos_ca_high_limit is 0 to 255");
+  } else if (field == "high_limit") {
+    if (!number(value, 255, &n)) return fail(error, n_str + " is 0 to 255");
     o->high_limit = static_cast<int>(n);
-  } else if (name == "qos_ca_sl2vl") {
+  } else if (field == "sl2vl") {
     std::string_view s = value;
     unsigned sl = 0;
     for (; sl < 16 && !s.empty(); ++sl) {
@@ -78,21 +80,42 @@ bool parse_qos_option(std::string_view text, QosOptions* o, std::string* error) 
       o->sl2vl[sl] = static_cast<uint8_t>(n);
       s = comma == std::string_view::npos ? std::string_view{} : s.substr(comma + 1);
     }
-    if (sl != 16 || !s.empty()) return fail(error, "qos_ca_sl2vl is 16 VLs (0-15), SL0's first");
+    if (sl != 16 || !s.empty()) return fail(error, n_str + " is 16 VLs (0-15), SL0's first");
     o->has_sl2vl = true;
-  } else if (name == "qos_ca_vlarb_low" || name == "qos_ca_vlarb_high") {
-    const bool low = name == "qos_ca_vlarb_low";
+  } else if (field == "vlarb_low" || field == "vlarb_high") {
+    const bool low = field == "vlarb_low";
     shm::VlArbEntry* table = low ? o->low : o->high;
     for (unsigned i = 0; i < shm::kVlArbCap; ++i) table[i] = {};
     std::string what;
-    if (!vlarb_list(value, table, &what)) return fail(error, std::string(name) + ": " + what);
+    if (!vlarb_list(value, table, &what)) return fail(error, n_str + ": " + what);
     (low ? o->has_low : o->has_high) = true;
   } else {
-    return fail(error, "unknown QoS option \"" + std::string(name) +
-                           "\" (qos_ca_max_vls, qos_ca_high_limit, qos_ca_vlarb_high, qos_ca_vlarb_low, qos_ca_sl2vl)");
+    const std::string p(prefix);
+    return fail(error, "unknown QoS option \"" + n_str + "\" (" + p + "max_vls, " + p + "high_limit, " + p +
+                           "vlarb_high, " + p + "vlarb_low, " + p + "sl2vl)");
   }
   o->any = true;
   return true;
+}
+
+QosOptions with_defaults(const QosOptions& o, const QosOptions& dflt) {
+  QosOptions r = o;
+  r.any = o.any || dflt.any;
+  if (r.max_vls < 0) r.max_vls = dflt.max_vls;
+  if (r.high_limit < 0) r.high_limit = dflt.high_limit;
+  if (!r.has_sl2vl && dflt.has_sl2vl) {
+    r.has_sl2vl = true;
+    for (unsigned sl = 0; sl < 16; ++sl) r.sl2vl[sl] = dflt.sl2vl[sl];
+  }
+  if (!r.has_low && dflt.has_low) {
+    r.has_low = true;
+    for (unsigned i = 0; i < shm::kVlArbCap; ++i) r.low[i] = dflt.low[i];
+  }
+  if (!r.has_high && dflt.has_high) {
+    r.has_high = true;
+    for (unsigned i = 0; i < shm::kVlArbCap; ++i) r.high[i] = dflt.high[i];
+  }
+  return r;
 }
 
 bool qos_tables(const QosOptions& o, shm::QosTables* t, std::string* error) {

@@ -39,8 +39,14 @@ struct QosOptions {
 };
 
 // One directive's text after kQosDirective ("qos_ca_sl2vl 0,1,..."). False
-// with *error set when it does not parse.
-bool parse_qos_option(std::string_view text, QosOptions* o, std::string* error);
+// with *error set when it does not parse. `prefix` names the option set:
+// opensm's CA set (qos_ca_), or its defaults for every set (qos_).
+bool parse_qos_option(std::string_view text, QosOptions* o, std::string* error,
+                      std::string_view prefix = "qos_ca_");
+
+// `o`, with what it leaves out taken from `dflt`: opensm fills a qos_ca_*
+// option that is not given from the qos_* one (osm_qos.c, qos_build_config).
+QosOptions with_defaults(const QosOptions& o, const QosOptions& dflt);
 
 // The tables the options make. False with *error set when the port could
 // not take them (what the SMA would answer 0x1C to: a VL that is not

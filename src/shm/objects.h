@@ -397,8 +397,9 @@ struct alignas(64) SharedXrcd {
 inline constexpr unsigned kVlArbCap = 8;  // entries per priority table (PortInfo:VLArb*Cap)
 struct alignas(64) PortQos {
   std::atomic<uint32_t> generation;  // bumped after every change
-  // Set by the first process to attach, which gives the port the tables of
-  // its topology file, if it has any (mad/topology_qos.h).
+  // 1 when the first process to attach claims it, 2 once it has given the
+  // port the tables of its SOFTVERBS_QOS_CONFIG or topology file, if any
+  // (mad/qos_config_file.h, mad/topology_qos.h).
   std::atomic<uint32_t> boot_claimed;
   std::atomic<uint8_t> oper_vls;     // PortInfo:OperationalVLs encoding
   std::atomic<uint8_t> vl_high_limit;

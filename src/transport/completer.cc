@@ -463,11 +463,16 @@ void on_timer(SendSide& s) {
     const uint64_t next = s.sq.next;
     on_probe_time(s, now);
     if (s.sq.next != next) progress(s);
+  } else if (c.turn_at != 0 && now >= c.turn_at) {
+    progress(s);  // asks for the turn again; turn_at moves on if it has not come
   }
   // Still ahead: their call.
   if (c.probe_at != 0 && c.deadline != 0) schedule(s, std::min(c.probe_at, c.deadline));
   else if (c.deadline != 0) schedule(s, c.deadline);
+  if (c.turn_at != 0) schedule(s, c.turn_at);
   note_drained(s);
 }
+
+void schedule_turn(SendSide& s) { schedule(s, s.completer.turn_at); }
 
 }  // namespace softverbs::transport

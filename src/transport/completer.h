@@ -119,9 +119,13 @@ void on_response_packet(SendSide& side, const wire::PacketView& packet);
 
 // The scheduled call (TimerService): the deadline passed — the local ACK
 // timer (resend from the oldest unacknowledged PSN, or RETRY_EXC_ERR once
-// retry_cnt retries are spent: IBA C9-140) or the end of an RNR wait — then
-// the requester goes on.
+// retry_cnt retries are spent: IBA C9-140) or the end of an RNR wait — or a
+// paced request's turn may have come; then the requester goes on.
 void on_timer(SendSide& side);
+
+// Has on_timer called at CompleterState::turn_at (a paced request waits for
+// its VL's turn, transport/link_pacing.h).
+void schedule_turn(SendSide& side);
 
 // Number of READ and atomic requests sent and not yet answered.
 uint32_t reads_in_flight(const SendSide& side);

@@ -31,12 +31,6 @@ constexpr uint64_t kCatchUpNs = 20'000'000;
 // How often a sender without a share looks again.
 constexpr uint64_t kStarvedPollNs = 20'000;
 
-void sleep_until(uint64_t t) {
-  timespec ts{static_cast<time_t>(t / 1'000'000'000ull), static_cast<long>(t % 1'000'000'000ull)};
-  while (clock_nanosleep(CLOCK_MONOTONIC, TIMER_ABSTIME, &ts, nullptr) == EINTR) {
-  }
-}
-
 uint32_t busy_vls(const shm::PortLink& link, uint64_t now) {
   uint32_t busy = 0;
   for (unsigned v = 0; v < shm::kVls; ++v) {
@@ -49,6 +43,12 @@ uint32_t busy_vls(const shm::PortLink& link, uint64_t now) {
 }
 
 }  // namespace
+
+void sleep_until(uint64_t t) {
+  timespec ts{static_cast<time_t>(t / 1'000'000'000ull), static_cast<long>(t % 1'000'000'000ull)};
+  while (clock_nanosleep(CLOCK_MONOTONIC, TIMER_ABSTIME, &ts, nullptr) == EINTR) {
+  }
+}
 
 uint64_t request_wire_bytes(const SendSide& s, const SendWqe& w, const WrOpcodeInfo& op, uint32_t from_psn,
                             uint32_t* packets) {
@@ -73,52 +73,76 @@ uint64_t request_wire_bytes(const SendSide& s, const SendWqe& w, const WrOpcodeI
   return payload + n * per_packet + first;
 }
 
-bool take_turn(shm::SegmentHeader& h, uint8_t vl, uint64_t wire_bytes, uint32_t packets, uint32_t mtu) {
+Turn try_turn(shm::SegmentHeader& h, uint8_t vl, uint64_t wire_bytes, uint32_t packets, uint32_t mtu,
+              uint64_t* waiting_since, uint64_t* retry_at) {
   const uint64_t mbps = shm::link_data_mbps(shm::load_link(h, {}));
   const shm::QosTables tables = shm::load_qos(h);
   const VlWeights weights = vl_weights(tables);
-  if (mbps == 0 || vl >= shm::kVls || (weights.high[vl] == 0 && weights.low[vl] == 0)) return false;
+  if (mbps == 0 || vl >= shm::kVls || (weights.high[vl] == 0 && weights.low[vl] == 0)) return Turn::kDiscard;
   shm::VlLane& lane = h.link.lane[vl];
   const uint32_t packet = mtu + kPacketOverhead;
-  const uint64_t since = now_ns();
   for (;;) {
     const uint64_t now = now_ns();
     const double share = arbitration_share(tables, weights, busy_vls(h.link, now), vl, packet);
     if (share <= 0) {
+      // Only a wait without a share counts (PortVLXmitWait, the lifetime):
+      // waiting for the VL's own previous stretch to pass is its own data.
+      if (*waiting_since == 0) *waiting_since = now;
+      const uint64_t since = *waiting_since;
       if (now - since > kHeadOfQueueLifeNs) {
         lane.xmit_wait_ns.fetch_add(now - since, std::memory_order_relaxed);
-        return false;
+        return Turn::kDiscard;
       }
       lane.waiting_ns.store(now, std::memory_order_relaxed);
-      sleep_until(now + kStarvedPollNs);
-      continue;
+      *retry_at = now + kStarvedPollNs;
+      return Turn::kLater;
+    }
+    uint64_t old = lane.free_at_ns.load(std::memory_order_relaxed);
+    // The lane's last stretch has not passed: another request of this VL
+    // (any process's) is on the wire until then.
+    if (old > now) {
+      *retry_at = old;
+      return Turn::kLater;
     }
     // bits / (Mb/s) = us; x 1000 = ns.
     const auto duration = static_cast<uint64_t>(static_cast<double>(wire_bytes) * 8 * 1000 / (mbps * share));
-    uint64_t old = lane.free_at_ns.load(std::memory_order_relaxed);
     const uint64_t start = old + kCatchUpNs >= now ? old : now;
-    const uint64_t end = start + duration;
-    if (!lane.free_at_ns.compare_exchange_weak(old, end, std::memory_order_relaxed)) continue;
+    if (!lane.free_at_ns.compare_exchange_weak(old, start + duration, std::memory_order_relaxed)) continue;
     lane.xmit_words.fetch_add(wire_bytes / 4, std::memory_order_relaxed);
     lane.xmit_packets.fetch_add(packets, std::memory_order_relaxed);
     // The VL waited while it had no share at all, and, sending at its share,
     // for the stretches in which the other VLs' packets had the link: what
     // its bytes take beyond their time alone (PortVLXmitWaitCounters).
     const auto alone = static_cast<uint64_t>(static_cast<double>(wire_bytes) * 8 * 1000 / mbps);
-    lane.xmit_wait_ns.fetch_add(now - since + (duration > alone ? duration - alone : 0), std::memory_order_relaxed);
-    if (end > now) sleep_until(end);
-    return true;
+    const uint64_t starved = *waiting_since != 0 ? now - *waiting_since : 0;
+    lane.xmit_wait_ns.fetch_add(starved + (duration > alone ? duration - alone : 0), std::memory_order_relaxed);
+    return Turn::kGo;
   }
 }
 
-bool port_turn(SendSide& s, const SendWqe& w, const WrOpcodeInfo& op, uint32_t from_psn) {
+bool take_turn(shm::SegmentHeader& h, uint8_t vl, uint64_t wire_bytes, uint32_t packets, uint32_t mtu) {
+  uint64_t since = 0, at = 0;
+  for (;;) {
+    switch (try_turn(h, vl, wire_bytes, packets, mtu, &since, &at)) {
+      case Turn::kDiscard: return false;
+      case Turn::kLater: sleep_until(at); continue;
+      case Turn::kGo: sleep_until(h.link.lane[vl].free_at_ns.load(std::memory_order_relaxed)); return true;
+    }
+  }
+}
+
+Turn port_turn(SendSide& s, const SendWqe& w, const WrOpcodeInfo& op, uint32_t from_psn) {
   shm::SegmentHeader& h = s.qp.seg->header();
   const uint8_t vl = s.qp.qp_type == IBV_QPT_UD ? shm::vl_of_sl(h, w.ah->sl) : path_vl(s);
-  if (vl == shm::kVl15) return false;
-  if (!shm::load_link(h, {}).paced) return true;
+  if (vl == shm::kVl15) return Turn::kDiscard;
+  if (!shm::load_link(h, {}).paced) return Turn::kGo;
   uint32_t packets = 0;
   const uint64_t bytes = request_wire_bytes(s, w, op, from_psn, &packets);
-  return take_turn(h, vl, bytes, packets, s.qp.qp_type == IBV_QPT_UD ? s.qp.ud_mtu : s.conn.mtu);
+  CompleterState& c = s.completer;
+  const Turn t = try_turn(h, vl, bytes, packets, s.qp.qp_type == IBV_QPT_UD ? s.qp.ud_mtu : s.conn.mtu,
+                          &c.turn_since, &c.turn_at);
+  if (t != Turn::kLater) c.turn_since = c.turn_at = 0;
+  return t;
 }
 
 }  // namespace softverbs::transport

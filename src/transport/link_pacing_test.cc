@@ -71,6 +71,15 @@ TEST(LinkPacing, ALaneLeftByADeadProcessFreesItself) {
   EXPECT_LT(took, 1000 * kMs);
 }
 
+// PortVLXmitWait counts the time other VLs had the link, not the time a
+// request waited for its own VL's previous stretch (qos_vl15.sh `rtt`).
+TEST(LinkPacing, WaitingBehindTheVlsOwnDataIsNoXmitWait) {
+  auto h = paced_port();
+  h->link.lane[0].free_at_ns.store(now_ns() + 20 * kMs);
+  ASSERT_TRUE(take_turn(*h, 0, 64, 1, 4096));
+  EXPECT_LT(h->link.lane[0].xmit_wait_ns.load(), 5 * kMs);
+}
+
 TEST(LinkPacing, AVlWithoutWeightIsDiscarded) {
   auto h = paced_port();  // VL0-7 in the low list
   const uint64_t t0 = now_ns();

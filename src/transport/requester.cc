@@ -6,6 +6,7 @@
 #include "shm/process_registry.h"
 #include "transport/completer.h"
 #include "transport/link.h"
+#include "transport/link_pacing.h"
 #include "transport/local_sges.h"
 #include "transport/mw_ops.h"
 #include "transport/vl.h"
@@ -32,7 +33,9 @@ bool fenced(const SendSide& s, const SendWqe& w) {
 }
 
 // Local checks, then the link. A local error is found before anything leaves.
-[[gnu::always_inline]] inline ibv_wc_status send_one(SendSide& s, SendWqe& w, const WrOpcodeInfo& op, uint32_t from_psn) {
+// `discard`: the port discards it (port_turn) once it passes the local checks.
+[[gnu::always_inline]] inline ibv_wc_status send_one(SendSide& s, SendWqe& w, const WrOpcodeInfo& op, uint32_t from_psn,
+                                                     bool discard) {
   if (s.qp.qp_type == IBV_QPT_UD) {
     if (w.ah == nullptr) return IBV_WC_LOC_QP_OP_ERR;
     if (w.length > s.qp.ud_mtu) return IBV_WC_LOC_LEN_ERR;  // IBA 11.4.1.1: one packet
@@ -56,7 +59,7 @@ bool fenced(const SendSide& s, const SendWqe& w) {
     const ibv_wc_status st = resolve_local_sges(s, w, writes_local, iov, &local);
     if (st != IBV_WC_SUCCESS) return st;
     if (writes_local && op.kind != ReqKind::kRead && local.bytes < 8) return IBV_WC_LOC_LEN_ERR;  // an atomic's result
-    if (wqe_to_port(s, w) && !port_turn(s, w, op, from_psn)) [[unlikely]] {
+    if (discard) [[unlikely]] {
       s.qp.notifier->port_counters().sl_vl15_discards.fetch_add(1, std::memory_order_relaxed);
       return IBV_WC_SUCCESS;  // lost on the way: RC's timer retries, UC/UD complete
     }
@@ -78,7 +81,7 @@ ibv_wc_status carry_out_locally(SendSide& s, const SendWqe& w) {
 
 }  // namespace
 
-void progress(SendSide& s) {
+void progress(SendSide& s, bool may_wait) {
   while (s.sq.next != s.sq.posted) {
     const uint8_t state = s.qp.shared->state.load(std::memory_order_acquire);
     if (state == IBV_QPS_ERR) {
@@ -114,13 +117,30 @@ void progress(SendSide& s) {
       w.psn = s.requester.next_psn;
       s.requester.next_psn = wire::psn_add(wire::Psn(w.psn), w.packets).value();
     }
-    const uint64_t index = s.sq.next++;
-    uint32_t from_psn = w.psn;
-    if (s.requester.resume_index == index) {
-      from_psn = s.requester.resume_psn;
-      s.requester.resume_index = ~0ull;
+    const uint64_t index = s.sq.next;
+    const uint32_t from_psn = s.requester.resume_index == index ? s.requester.resume_psn : w.psn;
+    // A WQE placed at post had its VL checked there (and a paced path is never placed).
+    Turn turn = Turn::kGo;
+    if (w.placed == 0 && wqe_to_port(s, w)) [[unlikely]] {
+      turn = port_turn(s, w, op, from_psn);
+      if (turn == Turn::kLater) {
+        if (may_wait) {
+          // Everything is looked at again after the sleep: a receive thread
+          // may have sent this request, or failed the QP, meanwhile.
+          const uint64_t at = s.completer.turn_at;  // guarded by the lock
+          s.lock.unlock();
+          sleep_until(at);
+          s.lock.lock();
+          continue;
+        }
+        // Its VL's turn has not come: the QP's timer asks again.
+        schedule_turn(s);
+        break;
+      }
     }
-    const ibv_wc_status st = send_one(s, w, op, from_psn);
+    ++s.sq.next;
+    if (s.requester.resume_index == index) s.requester.resume_index = ~0ull;
+    const ibv_wc_status st = send_one(s, w, op, from_psn, turn == Turn::kDiscard);
     if (st != IBV_WC_SUCCESS) {
       // Completions stay in order: earlier requests are answered first, and
       // the WQE fails when it is the oldest (the retry fails the same way).

@@ -20,6 +20,14 @@ inline uint32_t message_packets(uint64_t length, uint32_t mtu) {
 // REQUIRES: side.lock held. Sends what may be sent now; UC and UD WQEs
 // complete once sent (IBA 9.8, 9.9). Ends with the local ACK timer running
 // if requests are in flight.
-void progress(SendSide& side);
+//
+// A paced request whose VL's turn has not come (link_pacing.h): with
+// `may_wait` (the application's own thread, posting) the caller sleeps
+// until the turn with side.lock released, so that a receive thread can
+// still take the QP's answers, then goes on; otherwise progress stops there
+// and the QP's timer brings it back. A receive or timer thread must never
+// sleep: on RoCE one process's receive thread also forwards the other
+// processes' packets (fabric/udp/forwarder.h).
+void progress(SendSide& side, bool may_wait = false);
 
 }  // namespace softverbs::transport

@@ -106,6 +106,10 @@ struct CompleterState {
   uint64_t probe_at = 0;
   uint8_t probes = 0;
   RoundTrip rtt;
+  // A paced request waiting for its VL's turn (transport/link_pacing.h):
+  // when to ask again (0: none waits) and since when it has waited.
+  uint64_t turn_at = 0;
+  uint64_t turn_since = 0;
 };
 
 // Where the last WRITE placed at post landed, as a guess for the next one

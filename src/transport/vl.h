@@ -10,6 +10,7 @@
 
 #include "shm/port_link.h"
 #include "shm/port_qos.h"
+#include "transport/link_pacing.h"
 #include "transport/send_side.h"
 #include "transport/wr_opcode_table.h"
 
@@ -50,10 +51,11 @@ namespace softverbs::transport {
   return path_to_port(s);
 }
 
-// IBA 7.6.6: a data packet whose SL maps to VL15 is discarded by the port
-// (PortXmitDiscards); the requester sees a lost packet. On a paced link the
-// request then waits for its VL's turn (link_pacing.h), and is discarded
-// when arbitration never gives it one. False: discard.
-bool port_turn(SendSide& s, const SendWqe& w, const WrOpcodeInfo& op, uint32_t from_psn);
+// What the port does with a request: kGo, kLater (a paced link: its VL's
+// turn has not come; CompleterState::turn_at says when to ask again,
+// link_pacing.h) or kDiscard: IBA 7.6.6, a data packet whose SL maps to VL15
+// is discarded by the port (PortXmitDiscards), and so is one that
+// arbitration never gives a turn; the requester sees a lost packet.
+Turn port_turn(SendSide& s, const SendWqe& w, const WrOpcodeInfo& op, uint32_t from_psn);
 
 }  // namespace softverbs::transport

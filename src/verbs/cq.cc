@@ -185,7 +185,11 @@ void Cq::note_ring() {
 
 bool Cq::received_now() {
   transport::Link* f = receive_fabric_.load(std::memory_order_acquire);
-  return f != nullptr && f->receive_now();
+  if (f == nullptr) return false;
+  // Timers first: a paced request whose turn has come leaves before we look
+  // for what answers it.
+  const bool timers = ctx_->device().service().run_due_timers();
+  return f->receive_now() || timers;
 }
 
 [[gnu::always_inline]] inline int Cq::take(int n, ibv_wc* wc) {

@@ -18,6 +18,20 @@
 //                                the VL arbitration tables share it (transport/link_pacing.h)
 //       Both are the port's: the first process to attach stores them in the
 //       segment (shm/port_link.h); a later one with other values is told so.
+//   SOFTVERBS_QOS_CONFIG=qos.conf  the port's SL2VL and VL arbitration tables
+//                                (and OperVLs, VLHighLimit) without an SM, from
+//                                opensm's own options (qos_ca_max_vls,
+//                                qos_ca_high_limit, qos_ca_vlarb_high,
+//                                qos_ca_vlarb_low, qos_ca_sl2vl, or their qos_*
+//                                defaults; mad/qos_config_file.h, docs/QOS.md).
+//                                The first process to attach stores them in the
+//                                segment (mad::claim_boot_qos), in place of a
+//                                topology file's qos_ca_* lines for this port; a
+//                                later one whose tables differ from the port's is
+//                                told so. A file that cannot be read or tables the
+//                                port could not take: no device, with the reason.
+//                                Read by the mad layer (mad::process_qos_config),
+//                                which the verbs layer does not include.
 // Unset: the InfiniBand-link host device softverbs0.
 //
 // Processes that share a device must agree on these; the default segment of

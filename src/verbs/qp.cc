@@ -677,7 +677,7 @@ int Qp::post_send(ibv_send_wr* wr, ibv_send_wr** bad) {
   }
   // ibv_post_send(3): bad_wr names the first WR that was not posted.
   if (rc != 0 && bad != nullptr) *bad = wr;
-  transport::progress(side_);
+  transport::progress(side_, /*may_wait=*/true);
   return rc;
 }
 
@@ -814,7 +814,7 @@ int Qp::wr_complete() {
     if (side_.sq.at(side_.sq.posted + i).ah == nullptr) rc = EINVAL;  // ibv_wr_set_ud_addr never called
   if (rc == 0) {
     side_.sq.posted += wr_building_;
-    transport::progress(side_);
+    transport::progress(side_, /*may_wait=*/true);
   }
   wr_building_ = 0;
   wr_current_ = nullptr;

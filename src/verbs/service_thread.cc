@@ -78,6 +78,7 @@ void ServiceThread::arm(transport::SendSide& side, uint64_t deadline_ns) {
     std::lock_guard lock(timers_mu_);
     earliest = timers_.empty() || deadline_ns < timers_.begin()->first;
     timers_.emplace(deadline_ns, Timer{side.qp.qp_slot, &side});
+    if (earliest) earliest_.store(deadline_ns, std::memory_order_relaxed);
   }
   if (earliest) device_->notifier().ring(device_->self());
 }
@@ -88,9 +89,13 @@ bool ServiceThread::run_timers(Device& device, uint64_t now, uint64_t* next_dead
     Timer t;
     {
       std::lock_guard lock(timers_mu_);
-      if (timers_.empty()) return any;
+      if (timers_.empty()) {
+        earliest_.store(~0ull, std::memory_order_relaxed);
+        return any;
+      }
       auto it = timers_.begin();
       if (it->first > now) {
+        earliest_.store(it->first, std::memory_order_relaxed);
         *next_deadline = std::min(*next_deadline, it->first);
         return any;
       }
@@ -100,6 +105,13 @@ bool ServiceThread::run_timers(Device& device, uint64_t now, uint64_t* next_dead
     any = true;
     device.qp_timer(t.qp_slot, t.side);
   }
+}
+
+bool ServiceThread::run_due_timers() {
+  const uint64_t now = now_ns();
+  if (earliest_.load(std::memory_order_relaxed) > now || device_ == nullptr) return false;
+  uint64_t next = ~0ull;
+  return run_timers(*device_, now, &next);
 }
 
 }  // namespace softverbs::verbs

@@ -6,6 +6,7 @@
 // processes every couple of seconds.
 #pragma once
 
+#include <atomic>
 #include <cstdint>
 #include <future>
 #include <map>
@@ -27,6 +28,13 @@ class ServiceThread final : public transport::TimerService {
   // transport::TimerService: on_timer for the QP at `deadline_ns`.
   void arm(transport::SendSide& side, uint64_t deadline_ns) override;
 
+  // Runs the timers that are due now, in the caller's thread: a thread that
+  // polls an empty CQ of a packet fabric (verbs/cq.cc), so that a paced
+  // request whose turn has come (transport/link_pacing.h) leaves without
+  // waiting for this thread to be scheduled on busy cores. One load and a
+  // clock read when none is due.
+  bool run_due_timers();
+
  private:
   void main(Device& device, std::promise<Status>* started);
   // Runs the due timers; the next deadline lowers *next_deadline.
@@ -39,6 +47,8 @@ class ServiceThread final : public transport::TimerService {
   };
   std::mutex timers_mu_;
   std::multimap<uint64_t, Timer> timers_;
+  // The first deadline of timers_ (~0: none), read without timers_mu_.
+  std::atomic<uint64_t> earliest_{~0ull};
 };
 
 }  // namespace softverbs::verbs

@@ -12,6 +12,7 @@
 
 #include "abi/ibumad/umad_abi.h"
 #include "mad/agent.h"
+#include "mad/qos_config_file.h"
 #include "verbs/device_attrs.h"
 #include "verbs/issm.h"
 #include "verbs/port_config.h"
@@ -52,7 +53,7 @@ void fill_port(const shm::Segment& seg, const char* ca, int portnum, umad_port_t
 
 const shm::Segment* segment() {
   static const std::unique_ptr<shm::Segment> seg = []() -> std::unique_ptr<shm::Segment> {
-    if (!verbs::port_config().error.empty()) return nullptr;
+    if (!verbs::port_config().error.empty() || mad::qos_config_refused()) return nullptr;
     auto s = shm::Segment::open(verbs::device_segment_path());
     if (!s.is_ok()) return nullptr;
     mad::claim_boot_qos(*s.value());

@@ -7,6 +7,7 @@
 #include "abi/ibverbs/abi.h"
 #include "abi/ibverbs/sysfs_tree.h"
 #include "mad/agent.h"
+#include "mad/qos_config_file.h"
 #include "verbs/context.h"
 #include "verbs/device.h"
 #include "verbs/device_attrs.h"
@@ -39,17 +40,20 @@ bool is_ours(const ibv_device* d) { return d == soft_device(); }
 }  // namespace
 
 SV_EXPORT ibv_device** ibv_get_device_list(int* num_devices) {
-  softverbs::Result<Device*> dev = Device::get();
   auto** list = static_cast<ibv_device**>(calloc(2, sizeof(ibv_device*)));
   if (list == nullptr) {
     errno = ENOMEM;
     return nullptr;
   }
   int n = 0;
-  if (dev.is_ok()) {
-    // Before any QP of this process sends: a topology file's QoS tables.
-    softverbs::mad::claim_boot_qos(dev.value()->seg());
-    list[n++] = soft_device();
+  // A QoS file the port cannot take: no device, as for a bad SOFTVERBS_* setting.
+  if (!softverbs::mad::qos_config_refused()) {
+    softverbs::Result<Device*> dev = Device::get();
+    if (dev.is_ok()) {
+      // Before any QP of this process sends: the boot QoS tables.
+      softverbs::mad::claim_boot_qos(dev.value()->seg());
+      list[n++] = soft_device();
+    }
   }
   if (num_devices != nullptr) *num_devices = n;
   return list;

@@ -34,6 +34,10 @@ seg=/dev/shm/softverbs-conf-ucx-$fabric-$transport-$$
 pids=()
 cleanup() {
   local p
+  # Each PID is a `timeout`, whose program is its child: TERM reaches the
+  # program through it (a KILL of `timeout` alone would orphan the program).
+  for p in "${pids[@]}"; do kill -TERM "$p" 2>/dev/null || true; done
+  sleep 0.2
   for p in "${pids[@]}"; do kill -KILL "$p" 2>/dev/null || true; done
   for p in "${pids[@]}"; do wait "$p" 2>/dev/null || true; done
   [ "$fabric" != roce ] || netns_down
@@ -124,6 +128,8 @@ through_cm() {
     echo "FAIL: $fabric io_demo client exited $rc"
     exit 1
   fi
+  kill -TERM "$server"  # through its `timeout`, which passes it on
+  wait "$server" 2>/dev/null || true
   grep -q "on cm rdmacm" "$work/client.out" ||
     { grep "wireup_cm" "$work/client.out" | head; echo "FAIL: $fabric io_demo did not connect through the rdmacm CM"; exit 1; }
   echo "PASS: $fabric io_demo: 200 checked IOs over a UCP endpoint that UCX's rdmacm CM connected"

@@ -312,6 +312,16 @@ inline bool cq_pop(const Segment& seg, SharedCq& cq, Cqe* out) {
   return true;
 }
 
+// Owner only, for reading an entry in place: the next entry, or null when
+// it is not yet published. It stays the owner's until cq_release.
+inline const Cqe* cq_peek(const Segment& seg, const SharedCq& cq, uint64_t head) {
+  const CqeSlot* s = cq_owned_slot(seg, cq, head);
+  return s->seq.load(std::memory_order_acquire) == head + 1 ? &s->cqe : nullptr;
+}
+
+// Owner only: the entry at `head`, read, goes back to producers.
+inline void cq_release(SharedCq& cq, uint64_t head) { cq.head.store(head + 1, std::memory_order_release); }
+
 // cq_pop for a CQ that keeps timestamps: also the entry's stamp.
 inline bool cq_pop_stamped(const Segment& seg, SharedCq& cq, Cqe* out, uint64_t* stamp) {
   const uint64_t head = cq.head.load(std::memory_order_relaxed);

@@ -75,23 +75,36 @@ inline uint64_t rq_depth(const RecvQueue& rq) {
   return rq.tail.load(std::memory_order_acquire) - (rq.head.load(std::memory_order_acquire) & ~kRqHeadClosed);
 }
 
-// Owner only. Returns false when the queue is full.
-inline bool rq_post(const Segment& seg, RecvQueue& rq, uint64_t wr_id, const Sge* sge, uint32_t num_sge) {
-  const uint64_t tail = rq.tail.load(std::memory_order_relaxed);
+// Owner only: how many entries may be written from `tail` on before one
+// that no consumer has claimed yet. A list of receive WRs asks once and
+// again only when that many are used up, not once per WR.
+inline uint64_t rq_room(RecvQueue& rq, uint64_t tail) {
   // Both are lower bounds of head: a polled completion's entry was claimed.
   const uint64_t freed = std::max(rq.head_seen.load(std::memory_order_relaxed), rq.polled.load(std::memory_order_acquire));
-  if (tail - freed >= rq.capacity) {
-    // The entry a full ring reuses is free once a consumer's claim of it is seen.
-    const uint64_t head = rq.head.load(std::memory_order_acquire);
-    rq.head_seen.store(head, std::memory_order_relaxed);
-    if (tail - head >= rq.capacity) return false;
-  }
+  if (tail - freed < rq.capacity) return rq.capacity - (tail - freed);
+  // The entry a full ring reuses is free once a consumer's claim of it is seen.
+  const uint64_t head = rq.head.load(std::memory_order_acquire);
+  rq.head_seen.store(head, std::memory_order_relaxed);
+  return tail - head >= rq.capacity ? 0 : rq.capacity - (tail - head);
+}
+
+// Owner only, with room for it (rq_room): publishes the entry at `tail`.
+// `sge` may be the caller's ibv_sge list as it is (same layout as Sge).
+inline void rq_write(const Segment& seg, RecvQueue& rq, uint64_t tail, uint64_t wr_id, const void* sge,
+                     uint32_t num_sge) {
   RecvWqe* w = rq_slot(seg, rq, tail);
   const RecvWqe head_words{0, wr_id, num_sge, 0};
   store_words(&w->wr_id, &head_words.wr_id, sizeof(RecvWqe) - sizeof(uint64_t));
   store_words(w->sge, sge, num_sge * sizeof(Sge));
   __atomic_store_n(&w->seq, tail + 1, __ATOMIC_RELEASE);
   rq.tail.store(tail + 1, std::memory_order_release);
+}
+
+// Owner only. Returns false when the queue is full.
+inline bool rq_post(const Segment& seg, RecvQueue& rq, uint64_t wr_id, const Sge* sge, uint32_t num_sge) {
+  const uint64_t tail = rq.tail.load(std::memory_order_relaxed);
+  if (rq_room(rq, tail) == 0) return false;
+  rq_write(seg, rq, tail, wr_id, sge, num_sge);
   return true;
 }
 
@@ -298,6 +311,16 @@ inline bool cq_pop(const Segment& seg, SharedCq& cq, Cqe* out) {
   cq.head.store(head + 1, std::memory_order_release);
   return true;
 }
+
+// Owner only, for reading an entry in place: the next entry, or null when
+// it is not yet published. It stays the owner's until cq_release.
+inline const Cqe* cq_peek(const Segment& seg, const SharedCq& cq, uint64_t head) {
+  const CqeSlot* s = cq_owned_slot(seg, cq, head);
+  return s->seq.load(std::memory_order_acquire) == head + 1 ? &s->cqe : nullptr;
+}
+
+// Owner only: the entry at `head`, read, goes back to producers.
+inline void cq_release(SharedCq& cq, uint64_t head) { cq.head.store(head + 1, std::memory_order_release); }
 
 // cq_pop for a CQ that keeps timestamps: also the entry's stamp.
 inline bool cq_pop_stamped(const Segment& seg, SharedCq& cq, Cqe* out, uint64_t* stamp) {

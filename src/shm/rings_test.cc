@@ -441,6 +441,34 @@ TEST_F(RingsTest, PolledReceivesFreeOnlyClaimedSlots) {
   }
 }
 
+// A list of receive WRs looks the free room up once (rq_room): what it
+// reports must be exactly the slots no consumer still needs, counting
+// claims the owner has not seen yet only once it looks at head again.
+TEST_F(RingsTest, RoomCountsOnlyFreeSlots) {
+  RecvQueue& rq = make_rq(4, 4, 1);
+  Sge sge{1, 2, 3};
+  EXPECT_EQ(rq_room(rq, 0), 4u);
+  for (uint64_t i = 0; i < 3; ++i) rq_write(*seg_, rq, i, i, &sge, 1);
+  EXPECT_EQ(rq_room(rq, 3), 1u);
+  rq_write(*seg_, rq, 3, 3, &sge, 1);
+  EXPECT_EQ(rq_room(rq, 4), 0u);
+  uint64_t wr_id, index;
+  uint32_t n;
+  Sge out[1];
+  for (int k = 0; k < 2; ++k) ASSERT_TRUE(rq_take(*seg_, rq, &wr_id, out, &n, &index));
+  EXPECT_EQ(rq_room(rq, 4), 2u) << "a full ring re-reads head";
+  EXPECT_EQ(rq.head_seen.load(), 2u);
+  rq_write(*seg_, rq, 4, 4, &sge, 1);
+  EXPECT_EQ(rq_room(rq, 5), 1u);
+  rq_write(*seg_, rq, 5, 5, &sge, 1);
+  EXPECT_EQ(rq_room(rq, 6), 0u);
+  for (uint64_t i = 2; i < 6; ++i) {
+    ASSERT_TRUE(rq_take(*seg_, rq, &wr_id, out, &n, &index));
+    EXPECT_EQ(wr_id, i);
+  }
+  EXPECT_FALSE(rq_take(*seg_, rq, &wr_id, out, &n, &index));
+}
+
 // An SRQ's completions arrive through several CQs, in any order: the mark
 // only ever rises, stays within what was posted, and rises under racing pollers.
 TEST_F(RingsTest, SharedPolledMarkOnlyRises) {

@@ -195,9 +195,19 @@ bool Cq::received_now() {
 [[gnu::always_inline]] inline int Cq::take(int n, ibv_wc* wc) {
   if (!single_threaded_) poll_mu_.lock();
   int got = 0;
-  shm::Cqe cqe;
-  // ibv_wc has no timestamp: a stamped CQ's stamps are not read here.
-  while (got < n && pop<false>(&cqe)) to_wc(cqe, &wc[got++]);
+  // ibv_wc has no timestamp: a stamped CQ's stamps are not read here. Each
+  // entry goes from its slot straight into the caller's ibv_wc (no copy in
+  // between), and a batch poll (UCX asks for 16) that finds the next slot
+  // empty stops at its sequence word.
+  shm::Segment& seg = ctx_->device().seg();
+  uint64_t head = shared_->head.load(std::memory_order_relaxed);
+  for (; got < n; ++got, ++head) {
+    const shm::Cqe* cqe = shm::cq_peek(seg, *shared_, head);
+    if (cqe == nullptr) break;
+    to_wc(*cqe, &wc[got]);
+    if (cqe->sq_index == shm::Cqe::kRecv) note_recv_polled(seg, *cqe);
+    shm::cq_release(*shared_, head);
+  }
   if (!single_threaded_) poll_mu_.unlock();
   return got;
 }

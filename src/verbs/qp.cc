@@ -28,6 +28,7 @@
 #include "verbs/device_attrs.h"
 #include "util/raw_enum.h"
 #include "verbs/qp_state_table.h"
+#include "verbs/recv_post.h"
 #include "verbs/srq.h"
 #include "verbs/xrcd.h"
 
@@ -694,19 +695,7 @@ int Qp::post_recv(ibv_recv_wr* wr, ibv_recv_wr** bad) {
   int rc = 0;
   {
     std::lock_guard lock(rq_mu_);
-    shm::Sge sge[shm::kMaxSge];
-    for (; wr != nullptr; wr = wr->next) {
-      if (wr->num_sge < 0 || static_cast<uint32_t>(wr->num_sge) > shared_->rq.max_sge ||
-          (wr->num_sge > 0 && wr->sg_list == nullptr)) {
-        rc = EINVAL;
-        break;
-      }
-      for (int i = 0; i < wr->num_sge; ++i) sge[i] = {wr->sg_list[i].addr, wr->sg_list[i].length, wr->sg_list[i].lkey};
-      if (!shm::rq_post(seg, shared_->rq, wr->wr_id, sge, static_cast<uint32_t>(wr->num_sge))) {
-        rc = ENOMEM;
-        break;
-      }
-    }
+    rc = post_recv_list(seg, shared_->rq, &wr);
   }
   if (rc != 0 && bad != nullptr) *bad = wr;
   if (shared_->state.load(std::memory_order_acquire) == IBV_QPS_ERR)

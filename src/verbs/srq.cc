@@ -14,6 +14,7 @@
 #include "verbs/cq.h"
 #include "verbs/device.h"
 #include "verbs/pd.h"
+#include "verbs/recv_post.h"
 #include "verbs/xrcd.h"
 
 namespace softverbs::verbs {
@@ -187,19 +188,7 @@ int Srq::post_recv(ibv_recv_wr* wr, ibv_recv_wr** bad) {
   int rc = 0;
   {
     std::lock_guard lock(post_mu_);
-    shm::Sge sge[shm::kMaxSge];
-    for (; wr != nullptr; wr = wr->next) {
-      if (wr->num_sge < 0 || static_cast<uint32_t>(wr->num_sge) > rq.max_sge ||
-          (wr->num_sge > 0 && wr->sg_list == nullptr)) {
-        rc = EINVAL;
-        break;
-      }
-      for (int i = 0; i < wr->num_sge; ++i) sge[i] = {wr->sg_list[i].addr, wr->sg_list[i].length, wr->sg_list[i].lkey};
-      if (!shm::rq_post(seg, rq, wr->wr_id, sge, static_cast<uint32_t>(wr->num_sge))) {
-        rc = ENOMEM;
-        break;
-      }
-    }
+    rc = post_recv_list(seg, rq, &wr);
   }
   // ibv_post_srq_recv(3): bad_wr names the first WR that was not posted.
   if (rc != 0 && bad != nullptr) *bad = wr;

@@ -213,7 +213,7 @@ Disposition answer_mad(const shm::Segment& seg, const uint8_t* in, size_t len, u
       const LoadedSubnet& l = loaded_subnet(seg);
       if (l.state != nullptr) return answer_pma_in_subnet(seg, l, in, len, nullptr, out);
       const PmaCounters raw = raw_pma_counters(seg);
-      uint64_t reset = 0;
+      PmaMask reset;
       const Disposition d = answer_pma(pma_counters(seg), in, len, out, &reset);
       reset_pma_counters(seg, raw, reset);
       return d;

@@ -80,6 +80,42 @@ TEST_F(AgentTest, PmaCountsTheSegmentAndResetsForEveryReader) {
   EXPECT_EQ(c.v[kXmitData], (10100u + 11 * 24) / 4 - (10000u + 10 * 24) / 4);
 }
 
+// PortVLOpPackets/PortVLOpData: the per-SL receive counts under the VL the
+// SL2VL table maps each SL to when read; a table changed mid-run moves the
+// earlier counts with the SL (docs/DESIGN.md).
+TEST_F(AgentTest, PerVlCountsFollowTheSl2VlTableWhenRead) {
+  shm::SegmentHeader& h = seg_->header();
+  for (unsigned sl = 0; sl < 16; ++sl) h.qos.sl_to_vl[sl].store(static_cast<uint8_t>(sl % 8));
+  h.port.rcv_packets_sl[3] = 7;
+  h.port.rcv_words_sl[3] = 700;
+  h.port.rcv_packets_sl[11] = 1;  // SL11 -> VL3 as well
+  h.port.rcv_words_sl[11] = 100;
+  h.port.rcv_packets_sl[5] = 2;
+  h.port.rcv_words_sl[5] = 200;
+  using Vl3Pkts = BeField<kGsiDataOffset + 4 + 2 * 3, 2>;
+  using Vl5Pkts = BeField<kGsiDataOffset + 4 + 2 * 5, 2>;
+  using Vl3Data = BeField<kGsiDataOffset + 4 + 4 * 3, 4>;
+  using Vl6Data = BeField<kGsiDataOffset + 4 + 4 * 6, 4>;
+  auto out = pma_get(0x0019);
+  EXPECT_EQ(Vl3Pkts::get(out.data()), 8);
+  EXPECT_EQ(Vl5Pkts::get(out.data()), 2);
+  out = pma_get(0x001a);
+  EXPECT_EQ(Vl3Data::get(out.data()), 800u);
+  // SL5 moves to VL6: what it received moves along; an SL on VL15 counts nowhere.
+  h.qos.sl_to_vl[5].store(6);
+  h.qos.sl_to_vl[11].store(15);
+  out = pma_get(0x001a);
+  EXPECT_EQ(Vl3Data::get(out.data()), 700u);
+  EXPECT_EQ(Vl6Data::get(out.data()), 200u);
+  // A reset of VL3's packets: data kept, packets count from here.
+  pma_get(0x0019, 0x02, 1u << 3);
+  h.port.rcv_packets_sl[3] = 10;
+  PmaCounters c = pma_counters(*seg_);
+  EXPECT_EQ(c.v[kRcvPktsVl0 + 3], 3u);
+  EXPECT_EQ(c.v[kRcvDataVl0 + 3], 700u);
+  EXPECT_EQ(c.v[kOpRcvPkts], c.v[kRcvPkts]);
+}
+
 TEST_F(AgentTest, SmaSetStoresTheTablesForEveryProcess) {
   const uint32_t generation = seg_->header().qos.generation.load();
   std::array<uint8_t, kMadBytes> in{};

@@ -73,6 +73,22 @@ constexpr int kXmitDiscard[4] = {kInactiveDiscards,
                                  -1};  // PortSwHOQLifetimeLimitDiscards: switches only
 }  // namespace details
 
+// IBA 16.1.4, attributes 0x17-0x1B (the layouts libibmad decodes):
+// PortOpRcvCounters, PortFlowCtlCounters and the per-VL ones put an OpCode
+// (the Op ones; echoed, not applied: every opcode is counted) before
+// PortSelect, and their counters after CounterSelect.
+namespace op_counters {
+using OpCode = BeField<0, 1>;
+constexpr size_t kWidth = 4;
+constexpr int kOpRcv[2] = {kOpRcvPkts, kOpRcvData};
+// PortXmitFlowPkts, PortRcvFlowPkts: a software link has no link-level flow
+// control, so no flow control packet is ever sent or received.
+constexpr int kFlowCtl[2] = {-1, -1};
+// PortVLXmitFlowCtlUpdateErrors: sixteen 2-bit fields, all 0 for the same
+// reason (no flow control update is ever due, so none is ever late).
+constexpr int kNone[1] = {-1};
+}  // namespace op_counters
+
 // The PortCounters fields stop at their largest value rather than wrap.
 template <class F>
 void set_saturated(uint8_t* d, uint64_t v) {
@@ -86,10 +102,10 @@ constexpr int kPortCountersSelect[16] = {
 constexpr int kExtendedSelect[8] = {kXmitData, kRcvData, kXmitPkts, kRcvPkts,
                                     kXmitPkts, kRcvPkts, kMcastXmitPkts, kMcastRcvPkts};
 
-uint64_t select_mask(const int* table, unsigned n, uint16_t select) {
-  uint64_t mask = 0;
+PmaMask select_mask(const int* table, unsigned n, uint16_t select) {
+  PmaMask mask;
   for (unsigned bit = 0; bit < n; ++bit)
-    if ((select & (1u << bit)) != 0 && table[bit] >= 0) mask |= 1ull << table[bit];
+    if ((select & (1u << bit)) != 0 && table[bit] >= 0) mask.set(static_cast<size_t>(table[bit]));
   return mask;
 }
 
@@ -97,7 +113,7 @@ uint64_t select_mask(const int* table, unsigned n, uint16_t select) {
 // at their largest value rather than wrap.
 template <size_t Width>
 MadStatus answer_per_lane(const PmaCounters& now, bool set, unsigned first, const uint8_t* in_data, uint8_t* d,
-                          uint64_t* reset) {
+                          PmaMask* reset) {
   using namespace per_lane;
   using Counter = BeField<0, Width>;
   const uint8_t port = PortSelect::get(in_data);
@@ -106,25 +122,27 @@ MadStatus answer_per_lane(const PmaCounters& now, bool set, unsigned first, cons
   CounterSelect::set(d, select);
   for (unsigned n = 0; n < 16; ++n) {
     const bool cleared = set && (select & (1u << n)) != 0;
-    if (cleared) *reset |= 1ull << (first + n);
+    if (cleared) reset->set(first + n);
     Counter::set(d + kFirst + Width * n, cleared ? 0 : std::min<uint64_t>(now.v[first + n], Counter::kMask));
   }
   return MadStatus::kOk;
 }
 
-// A details attribute: `n` 16-bit fields fed by `fields` (PmaCounter, or -1
-// for none); they stop at their largest value rather than wrap.
+// A details attribute: `n` fields of `Width` bytes fed by `fields`
+// (PmaCounter, or -1 for none); they stop at their largest value rather
+// than wrap.
+template <size_t Width = details::kWidth>
 MadStatus answer_details(const PmaCounters& now, bool set, const int* fields, unsigned n, const uint8_t* in_data,
-                         uint8_t* d, uint64_t* reset) {
-  using Counter = BeField<0, details::kWidth>;
+                         uint8_t* d, PmaMask* reset) {
+  using Counter = BeField<0, Width>;
   const uint16_t select = per_lane::CounterSelect::get(in_data);
   per_lane::PortSelect::set(d, per_lane::PortSelect::get(in_data));
   per_lane::CounterSelect::set(d, select);
   for (unsigned i = 0; i < n; ++i) {
     if (fields[i] < 0) continue;
     const bool cleared = set && (select & (1u << i)) != 0;
-    if (cleared) *reset |= 1ull << fields[i];
-    Counter::set(d + details::kFirst + details::kWidth * i,
+    if (cleared) reset->set(static_cast<size_t>(fields[i]));
+    Counter::set(d + details::kFirst + Width * i,
                  cleared ? 0 : std::min<uint64_t>(now.v[fields[i]], Counter::kMask));
   }
   return MadStatus::kOk;
@@ -166,7 +184,12 @@ bool has_port_select(uint16_t attr) {
     case PmaAttr::kPortRcvDataSl:
     case PmaAttr::kPortVlXmitWaitCounters:
     case PmaAttr::kPortRcvErrorDetails:
-    case PmaAttr::kPortXmitDiscardDetails: return true;
+    case PmaAttr::kPortXmitDiscardDetails:
+    case PmaAttr::kPortOpRcvCounters:
+    case PmaAttr::kPortFlowCtlCounters:
+    case PmaAttr::kPortVlOpPackets:
+    case PmaAttr::kPortVlOpData:
+    case PmaAttr::kPortVlXmitFlowCtlUpdateErrors: return true;
   }
   return false;  // answered 0x0C whatever it selects
 }
@@ -185,7 +208,7 @@ PmaCounters selected(const PmaCounters* ports, unsigned num_ports, uint8_t port)
 }
 
 MadStatus answer(const PmaCounters& now, uint8_t method, uint16_t attr, const uint8_t* in_data, uint8_t* d,
-                 uint64_t* reset) {
+                 PmaMask* reset) {
   const bool set = method == static_cast<uint8_t>(MethodId::kSet);
   if (!set && method != static_cast<uint8_t>(MethodId::kGet)) return MadStatus::kMethodUnsupported;
   switch (static_cast<PmaAttr>(attr)) {
@@ -196,8 +219,10 @@ MadStatus answer(const PmaCounters& now, uint8_t method, uint16_t attr, const ui
       // Not bit 12 (PortCounters:PortXmitWait): the link as a whole never
       // idles with data waiting here, so that field stays 0 and is not
       // offered; the per-VL waits (PortVLXmitWaitCounters) need no bit,
-      // nor do PortRcvErrorDetails and PortXmitDiscardDetails (optional
-      // attributes without a capability bit: a PMA without them answers 0x0C).
+      // nor do PortRcvErrorDetails, PortXmitDiscardDetails, PortOpRcvCounters,
+      // PortFlowCtlCounters, PortVLOpPackets, PortVLOpData and
+      // PortVLXmitFlowCtlUpdateErrors (optional attributes without a
+      // capability bit: a PMA without them answers 0x0C).
       class_port_info::CapabilityMask::set(d, kAllPortSelect | kExtendedWidth);
       class_port_info::RespTimeValue::set(d, 16);
       return MadStatus::kOk;
@@ -211,7 +236,7 @@ MadStatus answer(const PmaCounters& now, uint8_t method, uint16_t attr, const ui
         const uint16_t select = port_counters::CounterSelect::get(in_data);
         *reset = ext ? select_mask(kExtendedSelect, 8, select) : select_mask(kPortCountersSelect, 16, select);
         for (unsigned i = 0; i < kPmaCounterCount; ++i)
-          if ((*reset & (1ull << i)) != 0) shown.v[i] = 0;
+          if (reset->test(i)) shown.v[i] = 0;
       }
       port_counters::PortSelect::set(d, port);
       port_counters::CounterSelect::set(d, port_counters::CounterSelect::get(in_data));
@@ -229,19 +254,32 @@ MadStatus answer(const PmaCounters& now, uint8_t method, uint16_t attr, const ui
       return answer_details(now, set, details::kRcvError, 6, in_data, d, reset);
     case PmaAttr::kPortXmitDiscardDetails:
       return answer_details(now, set, details::kXmitDiscard, 4, in_data, d, reset);
+    case PmaAttr::kPortOpRcvCounters:
+      op_counters::OpCode::set(d, op_counters::OpCode::get(in_data));
+      return answer_details<op_counters::kWidth>(now, set, op_counters::kOpRcv, 2, in_data, d, reset);
+    case PmaAttr::kPortFlowCtlCounters:
+      return answer_details<op_counters::kWidth>(now, set, op_counters::kFlowCtl, 2, in_data, d, reset);
+    case PmaAttr::kPortVlOpPackets:  // packets received per VL
+      op_counters::OpCode::set(d, op_counters::OpCode::get(in_data));
+      return answer_per_lane<2>(now, set, kRcvPktsVl0, in_data, d, reset);
+    case PmaAttr::kPortVlOpData:  // 4-octet words received per VL, as PortRcvData counts them
+      op_counters::OpCode::set(d, op_counters::OpCode::get(in_data));
+      return answer_per_lane<4>(now, set, kRcvDataVl0, in_data, d, reset);
+    case PmaAttr::kPortVlXmitFlowCtlUpdateErrors:
+      return answer_details(now, set, op_counters::kNone, 1, in_data, d, reset);
   }
   return MadStatus::kAttributeUnsupported;
 }
 
 }  // namespace
 
-Disposition answer_pma(const PmaCounters& now, const uint8_t* in, size_t len, uint8_t* out, uint64_t* reset) {
+Disposition answer_pma(const PmaCounters& now, const uint8_t* in, size_t len, uint8_t* out, PmaMask* reset) {
   return answer_pma_ports(&now, 1, in, len, out, reset);
 }
 
 Disposition answer_pma_ports(const PmaCounters* ports, unsigned num_ports, const uint8_t* in, size_t len,
-                             uint8_t* out, uint64_t* reset) {
-  for (unsigned p = 0; p < num_ports; ++p) reset[p] = 0;
+                             uint8_t* out, PmaMask* reset) {
+  for (unsigned p = 0; p < num_ports; ++p) reset[p].reset();
   if (in == nullptr || len < kMadBytes) return Disposition::kDrop;
   if (MgmtClass::get(in) != static_cast<uint8_t>(MgmtClassId::kPerfMgmt)) return Disposition::kDrop;
   if (ResponseBit::get(in) != 0) return Disposition::kDrop;
@@ -250,7 +288,7 @@ Disposition answer_pma_ports(const PmaCounters* ports, unsigned num_ports, const
   const uint16_t attr = AttributeId::get(in);
   const uint8_t port = port_counters::PortSelect::get(in + kGsiDataOffset);
   MadStatus status;
-  uint64_t mask = 0;
+  PmaMask mask;
   if (BaseVersion::get(in) != kMadBaseVersion || ClassVersion::get(in) != kPmaClassVersion) {
     status = MadStatus::kBadVersion;
   } else if (has_port_select(attr) && !port_selectable(port, num_ports) &&

@@ -1,12 +1,15 @@
 // The performance management agent of the device's port (IBA 16.1, class
 // 0x04): ClassPortInfo, PortCounters, PortCountersExtended, PortXmitDataSL,
-// PortRcvDataSL, PortVLXmitWaitCounters, PortRcvErrorDetails and
-// PortXmitDiscardDetails, Get and Set
+// PortRcvDataSL, PortVLXmitWaitCounters, PortRcvErrorDetails,
+// PortXmitDiscardDetails, PortOpRcvCounters, PortFlowCtlCounters,
+// PortVLOpPackets, PortVLOpData and PortVLXmitFlowCtlUpdateErrors, Get and
+// Set
 // (Set clears the counters its CounterSelect names). Pure: the caller hands
 // in the counters as they stand since the last reset and applies the reset
 // the answer asks for (mad/pma_counters.h keeps them).
 #pragma once
 
+#include <bitset>
 #include <cstddef>
 #include <cstdint>
 
@@ -35,9 +38,19 @@ enum PmaCounter : unsigned {
   kLocalPhysicalErrors = kXmitWaitVl0 + 16,
   kMalformedPktErrors,
   kInactiveDiscards,
+  // PortVLOpPackets and PortVLOpData (0x19, 0x1A): what the port
+  // received per VL, every opcode (the OpCode selector is not applied), the
+  // per-SL counts mapped through the port's SL2VL table when read.
+  kRcvPktsVl0,
+  kRcvDataVl0 = kRcvPktsVl0 + 16,
+  // PortOpRcvCounters (0x17): every packet received, the same
+  // figures as PortRcvPkts/PortRcvData but reset on their own.
+  kOpRcvPkts = kRcvDataVl0 + 16,
+  kOpRcvData,
   kPmaCounterCount,
 };
-static_assert(kPmaCounterCount <= 64, "a reset mask has one bit per counter");
+// One bit per PmaCounter: the counters a Set clears.
+using PmaMask = std::bitset<kPmaCounterCount>;
 // PortVLXmitWait's tick (the spec leaves its length to the port): long
 // enough that the 16-bit counters last seconds of a VL sharing the link.
 inline constexpr uint64_t kXmitWaitTickNs = 64'000;
@@ -54,12 +67,17 @@ enum class PmaAttr : uint16_t {
   kPortVlXmitWaitCounters = 0x001c,
   kPortRcvErrorDetails = 0x0015,
   kPortXmitDiscardDetails = 0x0016,
+  kPortOpRcvCounters = 0x0017,
+  kPortFlowCtlCounters = 0x0018,
+  kPortVlOpPackets = 0x0019,
+  kPortVlOpData = 0x001a,
+  kPortVlXmitFlowCtlUpdateErrors = 0x001b,
 };
 
 // REQUIRES: `out` holds kMadBytes. On a Set, `*reset` gets one bit per
 // PmaCounter to clear (the answer already shows them cleared); else 0.
 // A one-port node: PortSelect 1 or 0xFF (all ports).
-Disposition answer_pma(const PmaCounters& now, const uint8_t* in, size_t len, uint8_t* out, uint64_t* reset);
+Disposition answer_pma(const PmaCounters& now, const uint8_t* in, size_t len, uint8_t* out, PmaMask* reset);
 
 // The same for a node of `num_ports` ports (a switch, a CA of several):
 // `ports[p - 1]` holds port p's counters, and PortSelect names one of them
@@ -68,6 +86,6 @@ Disposition answer_pma(const PmaCounters& now, const uint8_t* in, size_t len, ui
 // REQUIRES: `ports` and `reset` hold `num_ports` entries; on a Set
 // `reset[p - 1]` gets port p's counters to clear.
 Disposition answer_pma_ports(const PmaCounters* ports, unsigned num_ports, const uint8_t* in, size_t len,
-                             uint8_t* out, uint64_t* reset);
+                             uint8_t* out, PmaMask* reset);
 
 }  // namespace softverbs::mad

@@ -7,6 +7,7 @@
 #include <algorithm>
 #include <string>
 
+#include "shm/port_qos.h"
 #include "shm/process_registry.h"
 #include "verbs/port_config.h"
 
@@ -24,7 +25,7 @@ struct Totals {
   uint64_t xmit_packets = 0, xmit_bytes = 0, rcv_packets = 0, rcv_bytes = 0;
   uint64_t rcv_errors = 0, xmit_discards = 0, symbol_errors = 0;
   uint64_t icrc_errors = 0, malformed = 0, inactive_discards = 0;
-  uint64_t xmit_words_sl[16] = {}, rcv_words_sl[16] = {};
+  uint64_t xmit_words_sl[16] = {}, rcv_words_sl[16] = {}, rcv_packets_sl[16] = {};
 };
 
 void add(Totals& t, const shm::PortCounters& c) {
@@ -51,6 +52,7 @@ void add(Totals& t, const shm::PortCounters& c) {
   for (unsigned sl = 0; sl < 16; ++sl) {
     t.xmit_words_sl[sl] += c.xmit_words_sl[sl].load(std::memory_order_relaxed);
     t.rcv_words_sl[sl] += c.rcv_words_sl[sl].load(std::memory_order_relaxed);
+    t.rcv_packets_sl[sl] += c.rcv_packets_sl[sl].load(std::memory_order_relaxed);
   }
 }
 
@@ -84,6 +86,7 @@ PmaCounters raw_pma_counters(const shm::Segment& seg) {
                                          q.counters.port_xmit_packets.load(std::memory_order_relaxed));
     t.rcv_words_sl[sl] += shm::sl_words(q.counters.port_rcv_bytes.load(std::memory_order_relaxed),
                                         q.counters.port_rcv_packets.load(std::memory_order_relaxed));
+    t.rcv_packets_sl[sl] += q.counters.port_rcv_packets.load(std::memory_order_relaxed);
   }
   PmaCounters c;
   c.v[kSymbolErrors] = t.symbol_errors;
@@ -102,6 +105,14 @@ PmaCounters raw_pma_counters(const shm::Segment& seg) {
   for (unsigned sl = 0; sl < 16; ++sl) {
     c.v[kXmitDataSl0 + sl] = t.xmit_words_sl[sl];
     c.v[kRcvDataSl0 + sl] = t.rcv_words_sl[sl];
+    // PortVLOpPackets/PortVLOpData: each SL's share under the VL the port's
+    // SL2VL table maps it to now (a table changed mid-run moves what was
+    // counted before; docs/DESIGN.md). VL15 carries no data: an SL mapped
+    // there is discarded before it leaves.
+    const uint8_t vl = shm::vl_of_sl(seg.header(), static_cast<uint8_t>(sl));
+    if (vl >= shm::kVl15) continue;
+    c.v[kRcvPktsVl0 + vl] += t.rcv_packets_sl[sl];
+    c.v[kRcvDataVl0 + vl] += t.rcv_words_sl[sl];
   }
   c.v[kVl15Dropped] = seg.header().vl15.dropped.load(std::memory_order_relaxed);
   // The paced link's lanes (transport/link_pacing.h); without pacing no VL
@@ -110,6 +121,8 @@ PmaCounters raw_pma_counters(const shm::Segment& seg) {
     c.v[kXmitWaitVl0 + vl] = seg.header().link.lane[vl].xmit_wait_ns.load(std::memory_order_relaxed) / kXmitWaitTickNs;
   c.v[kXmitPkts] = t.xmit_packets;
   c.v[kRcvPkts] = t.rcv_packets;
+  c.v[kOpRcvPkts] = c.v[kRcvPkts];
+  c.v[kOpRcvData] = c.v[kRcvData];
   return c;
 }
 
@@ -124,14 +137,14 @@ PmaCounters since_reset(const PmaCounters& raw, const std::string& baseline) {
   return c;
 }
 
-void reset_counters(const std::string& baseline, const PmaCounters& raw, uint64_t mask) {
-  if (mask == 0) return;
+void reset_counters(const std::string& baseline, const PmaCounters& raw, const PmaMask& mask) {
+  if (mask.none()) return;
   const int fd = open(baseline.c_str(), O_RDWR | O_CREAT | O_CLOEXEC, 0600);
   if (fd < 0) return;
   flock(fd, LOCK_EX);
   PmaCounters base = read_baseline(fd);
   for (unsigned i = 0; i < kPmaCounterCount; ++i)
-    if ((mask & (1ull << i)) != 0) base.v[i] = raw.v[i];
+    if (mask.test(i)) base.v[i] = raw.v[i];
   (void)!pwrite(fd, base.v, sizeof base.v, 0);
   close(fd);
 }
@@ -140,7 +153,7 @@ std::string pma_baseline(const shm::Segment& seg) { return seg.path() + ".pma"; 
 
 PmaCounters pma_counters(const shm::Segment& seg) { return since_reset(raw_pma_counters(seg), pma_baseline(seg)); }
 
-void reset_pma_counters(const shm::Segment& seg, const PmaCounters& raw, uint64_t mask) {
+void reset_pma_counters(const shm::Segment& seg, const PmaCounters& raw, const PmaMask& mask) {
   reset_counters(pma_baseline(seg), raw, mask);
 }
 
@@ -156,6 +169,10 @@ PmaCounters mirror_pma_counters(const PmaCounters& local) {
     m.v[kXmitDataSl0 + sl] = local.v[kRcvDataSl0 + sl];
     m.v[kRcvDataSl0 + sl] = local.v[kXmitDataSl0 + sl];
   }
+  // What the device's port sent, every opcode; its VLs are not known per
+  // packet, so the facing port's PortVLOpPackets/PortVLOpData stay 0.
+  m.v[kOpRcvPkts] = local.v[kXmitPkts];
+  m.v[kOpRcvData] = local.v[kXmitData];
   return m;
 }
 

@@ -19,7 +19,7 @@ PmaCounters raw_pma_counters(const shm::Segment& seg);
 // ... since the last reset.
 PmaCounters pma_counters(const shm::Segment& seg);
 // Makes `raw` the new zero of the counters named by `mask` (PmaCounter bits).
-void reset_pma_counters(const shm::Segment& seg, const PmaCounters& raw, uint64_t mask);
+void reset_pma_counters(const shm::Segment& seg, const PmaCounters& raw, const PmaMask& mask);
 
 // The file that holds the port's reset point.
 std::string pma_baseline(const shm::Segment& seg);
@@ -27,7 +27,7 @@ std::string pma_baseline(const shm::Segment& seg);
 // The same over a reset point kept in the file `baseline` (another port's:
 // the port facing the device's, mad/subnet_pma.h).
 PmaCounters since_reset(const PmaCounters& raw, const std::string& baseline);
-void reset_counters(const std::string& baseline, const PmaCounters& raw, uint64_t mask);
+void reset_counters(const std::string& baseline, const PmaCounters& raw, const PmaMask& mask);
 
 // The counters of the port at the other end of the device port's link:
 // what one sends the other receives, packet for packet and word for word

@@ -49,6 +49,13 @@ PmaCounters sample() {
   c.v[kLocalPhysicalErrors] = 0x0102;
   c.v[kMalformedPktErrors] = 0x12345;  // more than 16 bits: stops at 0xffff
   c.v[kInactiveDiscards] = 0x0304;
+  c.v[kRcvPktsVl0 + 0] = 0x0506;
+  c.v[kRcvPktsVl0 + 3] = 0x12345;  // more than 16 bits: stops at 0xffff
+  c.v[kRcvPktsVl0 + 15] = 2;
+  c.v[kRcvDataVl0 + 1] = 0x0708090a;
+  c.v[kRcvDataVl0 + 3] = 0x1'0000'0000ull;  // more than 32 bits: stops at 0xffffffff
+  c.v[kOpRcvPkts] = 0x01020304;
+  c.v[kOpRcvData] = 0x1'0000'0005ull;  // more than 32 bits
   return c;
 }
 
@@ -58,7 +65,7 @@ Bytes data(const std::array<uint8_t, kMadBytes>& out, size_t n) {
 
 struct Answer {
   Disposition d;
-  uint64_t reset = 0;
+  PmaMask reset;
   std::array<uint8_t, kMadBytes> out{};
 };
 
@@ -209,8 +216,83 @@ TEST(Pma, PortXmitDiscardDetailsGoldenAndReset) {
   EXPECT_EQ(ask(pma(0x02, 0x0016, 1, 0x000e)).reset, 0u);  // only fields kept at 0
   // PortCounters' Set of PortRcvErrors/PortXmitDiscards leaves the details.
   EXPECT_EQ(ask(pma(0x02, 0x0012, 1, 0xffff)).reset &
-                ((1ull << kLocalPhysicalErrors) | (1ull << kMalformedPktErrors) | (1ull << kInactiveDiscards)),
+                PmaMask((1ull << kLocalPhysicalErrors) | (1ull << kMalformedPktErrors) | (1ull << kInactiveDiscards)),
             0u);
+}
+
+// PortVLOpPackets (0x19): OpCode, PortSelect, CounterSelect, sixteen 16-bit counts.
+TEST(Pma, PortVlOpPacketsGoldenAndReset) {
+  auto in = pma(0x01, 0x0019);
+  in[kGsiDataOffset] = 0x04;  // OpCode: echoed
+  Answer a = ask(in);
+  ASSERT_EQ(a.d, Disposition::kRespond);
+  ASSERT_EQ(Status::get(a.out.data()), 0);
+  Bytes want(36, 0);
+  want[0] = 0x04;                  // OpCode
+  want[1] = 1;                     // PortSelect
+  want[4] = 0x05, want[5] = 0x06;  // VL0
+  want[10] = want[11] = 0xff;      // VL3, saturated
+  want[35] = 2;                    // VL15
+  EXPECT_EQ(data(a.out, 36), want);
+  EXPECT_EQ(a.reset, 0u);
+  a = ask(pma(0x02, 0x0019, 1, (1u << 3) | (1u << 15)));
+  ASSERT_EQ(Status::get(a.out.data()), 0);
+  EXPECT_EQ(a.reset, PmaMask().set(kRcvPktsVl0 + 3).set(kRcvPktsVl0 + 15));
+  EXPECT_EQ(data(a.out, 36)[11], 0);
+  EXPECT_EQ(data(a.out, 36)[5], 0x06);  // VL0 kept
+}
+
+// PortVLOpData (0x1A): sixteen 32-bit counts of 4-octet words.
+TEST(Pma, PortVlOpDataGoldenAndReset) {
+  Answer a = ask(pma(0x01, 0x001a, 0xff));
+  ASSERT_EQ(Status::get(a.out.data()), 0);
+  Bytes want(68, 0);
+  want[1] = 0xff;
+  want[8] = 0x07, want[9] = 0x08, want[10] = 0x09, want[11] = 0x0a;  // VL1
+  want[16] = want[17] = want[18] = want[19] = 0xff;                  // VL3, saturated
+  EXPECT_EQ(data(a.out, 68), want);
+  a = ask(pma(0x02, 0x001a, 1, 1u << 1));
+  EXPECT_EQ(a.reset, PmaMask().set(kRcvDataVl0 + 1));
+  EXPECT_EQ(data(a.out, 68)[11], 0);
+  // A reset of the per-VL packets leaves the data, and the reverse.
+  EXPECT_EQ(ask(pma(0x02, 0x0019, 1, 0xffff)).reset & PmaMask().set(kRcvDataVl0 + 1), 0u);
+}
+
+// PortOpRcvCounters (0x17): OpCode, PortSelect, CounterSelect, PortOpRcvPkts,
+// PortOpRcvData (32 bits each).
+TEST(Pma, PortOpRcvCountersGoldenAndReset) {
+  auto in = pma(0x01, 0x0017);
+  in[kGsiDataOffset] = 0x0a;  // RC RDMA WRITE Only: echoed, every opcode counted
+  Answer a = ask(in);
+  ASSERT_EQ(Status::get(a.out.data()), 0);
+  EXPECT_EQ(data(a.out, 16), Bytes({0x0a, 0x01, 0x00, 0x00,   // OpCode, PortSelect, CounterSelect
+                                    0x01, 0x02, 0x03, 0x04,   // PortOpRcvPkts
+                                    0xff, 0xff, 0xff, 0xff,   // PortOpRcvData, saturated
+                                    0, 0, 0, 0}));
+  EXPECT_EQ(a.reset, 0u);
+  a = ask(pma(0x02, 0x0017, 1, 0x0002));
+  EXPECT_EQ(a.reset, PmaMask().set(kOpRcvData));
+  EXPECT_EQ(data(a.out, 12), Bytes({0, 0x01, 0x00, 0x02, 0x01, 0x02, 0x03, 0x04, 0, 0, 0, 0}));
+  // Its own counters: PortCounters' PortRcvPkts/PortRcvData are not touched.
+  a = ask(pma(0x02, 0x0017, 1, 0xffff));
+  EXPECT_EQ(a.reset, PmaMask().set(kOpRcvPkts).set(kOpRcvData));
+  EXPECT_EQ(ask(pma(0x02, 0x0012, 1, 0xffff)).reset & a.reset, 0u);
+}
+
+// PortFlowCtlCounters (0x18) and PortVLXmitFlowCtlUpdateErrors (0x1B):
+// no link-level flow control here, so they answer 0 and a Set clears nothing.
+TEST(Pma, FlowControlCountersAnswerZero) {
+  PmaCounters busy = sample();
+  for (auto& v : busy.v) v = 0xffff'ffff'ffffull;
+  for (uint16_t attr : {0x0018, 0x001b}) {
+    Answer a = ask(pma(0x01, attr, 1, 0x0003), busy);
+    ASSERT_EQ(a.d, Disposition::kRespond);
+    ASSERT_EQ(Status::get(a.out.data()), 0) << attr;
+    EXPECT_EQ(data(a.out, 16), Bytes({0x00, 0x01, 0x00, 0x03, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0})) << attr;
+    a = ask(pma(0x02, attr, 0xff, 0xffff), busy);
+    EXPECT_EQ(Status::get(a.out.data()), 0) << attr;
+    EXPECT_EQ(a.reset, 0u) << attr;
+  }
 }
 
 TEST(Pma, BadInput) {
@@ -219,13 +301,18 @@ TEST(Pma, BadInput) {
   a = ask(pma(0x02, 0x0012, 2, 0xffff));
   EXPECT_EQ(Status::get(a.out.data()), 0x001c);
   EXPECT_EQ(a.reset, 0u);
-  a = ask(pma(0x01, 0x0017));  // PortOpRcvCounters: not there
+  a = ask(pma(0x01, 0x0030));  // SwPortVLCongestion: a switch's, not there
   EXPECT_EQ(Status::get(a.out.data()), 0x000c);
   EXPECT_EQ(data(a.out, 4), Bytes({0, 0, 0, 0}));
-  // Per-VL attributes without a counter here: no flow control, no
-  // per-VL receive counts.
-  for (uint16_t attr : {0x0018, 0x0019, 0x001a, 0x001b})
+  // PortSamplesControl/Result, PortSamplesResultExtended: no sampling here.
+  for (uint16_t attr : {0x0010, 0x0011, 0x001e})
     EXPECT_EQ(Status::get(ask(pma(0x01, attr)).out.data()), 0x000c) << attr;
+  // The new per-VL and Op attributes refuse a port the CA has not, as the others.
+  for (uint16_t attr : {0x0017, 0x0018, 0x0019, 0x001a, 0x001b}) {
+    a = ask(pma(0x02, attr, 2, 0xffff));
+    EXPECT_EQ(Status::get(a.out.data()), 0x001c) << attr;
+    EXPECT_EQ(a.reset, 0u) << attr;
+  }
   a = ask(pma(0x02, 0x0001));
   EXPECT_EQ(Status::get(a.out.data()), 0x000c);
   a = ask(pma(0x06, 0x0012));
@@ -235,7 +322,7 @@ TEST(Pma, BadInput) {
   EXPECT_EQ(Status::get(ask(in).out.data()), 0x0004);
   EXPECT_EQ(ask(pma(0x81, 0x0012)).d, Disposition::kDrop);
   std::array<uint8_t, kMadBytes> out{};
-  uint64_t reset = 1;
+  PmaMask reset(1);
   EXPECT_EQ(answer_pma(sample(), in.data(), 64, out.data(), &reset), Disposition::kDrop);
   EXPECT_EQ(reset, 0u);
 }
@@ -252,9 +339,11 @@ TEST(Pma, RandomBytesNeverCrash) {
       in[2] = 1;
       in[3] &= 0x03;
     }
-    uint64_t reset = 0;
+    PmaMask reset;
     answer_pma(sample(), in.data(), in.size(), out.data(), &reset);
-    EXPECT_EQ(reset & ~((1ull << kPmaCounterCount) - 1), 0u);
+    if (in[3] != 0x02) {
+      EXPECT_TRUE(reset.none());  // only a Set resets
+    }
   }
 }
 

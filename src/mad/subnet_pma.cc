@@ -15,7 +15,7 @@ Disposition answer_node(const Topology& t, unsigned node, const LinkPmaCounters&
   // Ports 1..num_ports; a switch's port 0 has no counters (no enhanced
   // port 0: SwitchInfo says so).
   PmaCounters ports[kTopoMaxPorts] = {};
-  uint64_t resets[kTopoMaxPorts] = {};
+  PmaMask resets[kTopoMaxPorts];
   unsigned local_port = 0, peer_port = 0;
   if (static_cast<int>(node) == local) {
     ports[0] = c.local;

@@ -29,8 +29,8 @@ struct LinkPmaCounters {
 };
 
 struct LinkPmaReset {  // PmaCounter bits to clear
-  uint64_t local = 0;
-  uint64_t peer = 0;
+  PmaMask local;
+  PmaMask peer;
 };
 
 // REQUIRES: `out` holds kMadBytes; the caller holds a SubnetLock on

@@ -131,6 +131,13 @@ TEST(MirrorPmaCounters, WhatOneEndSendsTheOtherReceives) {
   EXPECT_EQ(m.v[kXmitDataSl0 + 3], 8u);
   // The device's errors and waits are its own port's, not the link's far end.
   EXPECT_EQ(m.v[kSymbolErrors] + m.v[kRcvErrors] + m.v[kXmitDiscards] + m.v[kVl15Dropped] + m.v[kXmitWaitVl0], 0u);
+  // PortOpRcvCounters: the far end received all the device sent; its
+  // per-VL receive counts stay 0 (the device's sends are not counted per VL).
+  EXPECT_EQ(m.v[kOpRcvPkts], 3u);
+  EXPECT_EQ(m.v[kOpRcvData], 1u);
+  c.v[kRcvPktsVl0 + 1] = 14, c.v[kRcvDataVl0 + 1] = 15;
+  const PmaCounters m2 = mirror_pma_counters(c);
+  for (unsigned vl = 0; vl < 16; ++vl) EXPECT_EQ(m2.v[kRcvPktsVl0 + vl] + m2.v[kRcvDataVl0 + vl], 0u) << vl;
 }
 
 TEST_F(SubnetPmaTest, TheFacingSwitchPortMirrorsTheDevicesPortGolden) {
@@ -149,6 +156,28 @@ TEST_F(SubnetPmaTest, TheFacingSwitchPortMirrorsTheDevicesPortGolden) {
                                     0, 0, 0, 90,             // PortXmitPkts
                                     0, 0, 0, 100,            // PortRcvPkts
                                     0, 0, 0, 0}));
+}
+
+// The per-VL and Op attributes on a switch: the facing port received all
+// the device sent (PortOpRcvCounters), per VL nothing is known (0), and no
+// flow control runs on any port.
+TEST_F(SubnetPmaTest, TheFacingSwitchPortAnswersTheOpAndVlAttributesGolden) {
+  counters_.local.v[kRcvPktsVl0 + 2] = 5;  // the device's own receive side: not the switch's
+  counters_.peer = mirror_pma_counters(counters_.local);
+  Answer a = ask(pma(0x01, 0x0017, 1), kSwALid);
+  ASSERT_EQ(Status::get(a.out.data()), 0);
+  EXPECT_EQ(data(a.out, 12), Bytes({0x00, 0x01, 0x00, 0x00,    // OpCode, PortSelect, CounterSelect
+                                    0, 0, 0, 100,              // PortOpRcvPkts: what the device sent
+                                    0x01, 0x02, 0x03, 0x04}));  // PortOpRcvData
+  for (uint16_t attr : {0x0018, 0x0019, 0x001a, 0x001b}) {
+    a = ask(pma(0x01, attr, 1), kSwALid);
+    ASSERT_EQ(Status::get(a.out.data()), 0) << attr;
+    Bytes want(68, 0);
+    want[1] = 1;
+    EXPECT_EQ(data(a.out, 68), want) << attr;
+  }
+  // A port the switch lacks: 0x1C, as for every attribute with PortSelect.
+  EXPECT_EQ(Status::get(ask(pma(0x01, 0x0019, 9), kSwALid).out.data()), 0x1c);
 }
 
 TEST_F(SubnetPmaTest, PortsWithoutTrafficCountZero) {
@@ -271,7 +300,7 @@ TEST_F(SubnetPmaTest, BadInput) {
     EXPECT_EQ(a.reset.local | a.reset.peer, 0u);
   }
   // An attribute the PMAs do not have: 0x0C; a method: 0x08; a class version: 0x04.
-  EXPECT_EQ(Status::get(ask(pma(0x01, 0x0017, 1), kSwALid).out.data()), 0x0c);
+  EXPECT_EQ(Status::get(ask(pma(0x01, 0x0030, 1), kSwALid).out.data()), 0x0c);
   EXPECT_EQ(Status::get(ask(pma(0x07, 0x0012, 1), kSwALid).out.data()), 0x08);
   Mad v = pma(0x01, 0x0012, 1);
   v[2] = 2;

@@ -89,6 +89,10 @@ struct PortCounters {
   // the SL they had (shm::fold_port_share).
   std::atomic<uint64_t> xmit_words_sl[16];
   std::atomic<uint64_t> rcv_words_sl[16];
+  // PMA PortVLOpPackets: the packets received, under the receiving QP's SL
+  // as rcv_words_sl (the PMA maps SL to VL when it is read; layout
+  // version 15).
+  std::atomic<uint64_t> rcv_packets_sl[16];
 };
 
 struct alignas(64) ProcessSlot {

@@ -127,6 +127,7 @@ void fold_counters(Segment& seg, OwnerId who) {
   for (unsigned sl = 0; sl < 16; ++sl) {
     fold(from.xmit_words_sl[sl], to.xmit_words_sl[sl]);
     fold(from.rcv_words_sl[sl], to.rcv_words_sl[sl]);
+    fold(from.rcv_packets_sl[sl], to.rcv_packets_sl[sl]);
   }
 }
 
@@ -143,6 +144,7 @@ void fold_port_share(QpCounters& from, PortCounters& to, uint8_t sl) {
   to.rcv_bytes.fetch_add(rcv_bytes);
   to.xmit_words_sl[sl & 15].fetch_add(sl_words(xmit_bytes, xmit_packets));
   to.rcv_words_sl[sl & 15].fetch_add(sl_words(rcv_bytes, rcv_packets));
+  to.rcv_packets_sl[sl & 15].fetch_add(rcv_packets);
 }
 
 void retire_objects_of(Segment& seg, OwnerId who) {

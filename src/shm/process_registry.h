@@ -36,7 +36,7 @@ void retire_objects_of(Segment& seg, OwnerId who);
 void release_xrcds_of(Segment& seg, OwnerId who);
 
 // Moves a QP's share of the port counters (QpCounters::port_*) into `to`,
-// its data also under `sl` (PortCounters::*_words_sl).
+// its data and received packets also under `sl` (PortCounters::*_sl).
 void fold_port_share(QpCounters& from, PortCounters& to, uint8_t sl);
 
 // 4-octet words of data, as PortXmitDataSL/PortRcvDataSL count it: each

@@ -128,8 +128,10 @@ PacketVerdict serve_request_packet(shm::Segment& seg, uint32_t slot, const wire:
   c.rcv_bytes.fetch_add(req.payload.bytes, std::memory_order_relaxed);
   // PMA PortRcvDataSL, under the receiving QP's SL (RoCE carries none): its
   // words as PortRcvData counts them on RoCE, BTH and ICRC included.
-  c.rcv_words_sl[qp.sl.load(std::memory_order_relaxed) & 15].fetch_add(
-      (req.payload.bytes + req.packets * kRoceRequestOverhead) / 4, std::memory_order_relaxed);
+  const unsigned rcv_sl = qp.sl.load(std::memory_order_relaxed) & 15;
+  c.rcv_words_sl[rcv_sl].fetch_add((req.payload.bytes + req.packets * kRoceRequestOverhead) / 4,
+                                   std::memory_order_relaxed);
+  c.rcv_packets_sl[rcv_sl].fetch_add(req.packets, std::memory_order_relaxed);  // PortVLOpPackets
   const Response resp = respond(seg, slot, req, mem, notifier);
   answer_request(qp, req, resp, packet.bth().ack_req, mtu, mem, sink);
   return verdict;

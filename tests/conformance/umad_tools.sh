@@ -4,7 +4,8 @@
 # device's own SMA and PMA answer their MADs.
 #   umad_tools.sh <dir of libibumad.so.3 and libibverbs.so.1> <scenario>
 # Scenarios: ibstat, ibstat-roce, smpquery, ibaddr-sminfo, perfquery,
-#            faults, unreachable, qos (opensm -o programs the QoS tables). Every tool runs under `timeout`; the only
+#            vlcounters (the per-VL and Op PMA attributes after a run on
+#            SL3), faults, unreachable, qos (opensm -o programs the QoS tables). Every tool runs under `timeout`; the only
 #            background process (ib_write_bw's server) is killed by PID.
 . "$(dirname "$0")/ports.sh"
 set -euo pipefail
@@ -37,17 +38,20 @@ devinfo() {
 }
 
 # write_bw: Debian's ib_write_bw, server and client on softverbs0, $size
-# bytes $iters times; fails the scenario unless both ends exit 0.
-size=65536 iters=200
+# bytes $iters times, with $bw_args; fails the scenario unless both ends exit 0.
+size=65536 iters=200 bw_args=
 write_bw() {
   local port rc
   port=$(free_tcp_port 16000)
-  timeout 60 ib_write_bw -d softverbs0 -p "$port" -s $size -n $iters >"$work/server.out" 2>&1 &
+  # shellcheck disable=SC2086 # $bw_args: several words
+  timeout 60 ib_write_bw -d softverbs0 -p "$port" -s $size -n $iters $bw_args >"$work/server.out" 2>&1 &
   server=$!
   # The client does not retry its TCP connect: retry until the server listens.
   for _ in $(seq 100); do
     rc=0
-    timeout 60 ib_write_bw -d softverbs0 -p "$port" -s $size -n $iters localhost >"$work/client.out" 2>&1 || rc=$?
+    # shellcheck disable=SC2086
+    timeout 60 ib_write_bw -d softverbs0 -p "$port" -s $size -n $iters $bw_args localhost >"$work/client.out" 2>&1 ||
+      rc=$?
     if [ $rc -ne 0 ] && grep -q "Couldn't connect" "$work/client.out" && kill -0 "$server" 2>/dev/null; then
       sleep 0.1
     else
@@ -166,6 +170,47 @@ case $scenario in
     run reset32 perfquery -r
     run cleared32 perfquery
     [ "$(field "$work/cleared32" PortXmitData)" -lt 1000 ] || fail "after -r: $(cat "$work/cleared32")"    expect "$work/small" PortXmitDiscards 0
+    ;;
+  vlcounters)
+    # Issue 20: PortVLOpPackets/PortVLOpData count what the port received
+    # per VL, PortOpRcvCounters all it received; the flow control counters
+    # answer 0 (no link-level flow control). The boot SL2VL table maps SL n
+    # to VL n mod 8, so a run on SL3 is on VL3 and on no other VL.
+    command -v ib_write_bw >/dev/null || { echo "SKIP: perftest is not installed"; exit 77; }
+    for opt in vloppackets vlopdata oprcvcounters; do run "reset-$opt" perfquery --$opt -R; done
+    run zero perfquery --vloppackets
+    expect "$work/zero" PortVLOpPackets3 0
+    bw_args="--sl 3" write_bw
+    run pkts perfquery --vloppackets
+    run data perfquery --vlopdata
+    run op perfquery --oprcvcounters
+    run fc perfquery --flowctlcounters
+    run fcerr perfquery --vlxmitflowctlerrors
+    moved_words=$(( size * iters / 4 ))
+    min_pkts=$(( size * iters / 4096 ))
+    for vl in $(seq 0 15); do
+      if [ "$vl" = 3 ]; then
+        p=$(field "$work/pkts" PortVLOpPackets3) d=$(field "$work/data" PortVLOpData3)
+        echo "VL3: $p packets, $d words received (ib_write_bw wrote $moved_words words)"
+        [ "$p" -ge $min_pkts ] || { cat "$work/pkts" >&2; fail "PortVLOpPackets3 is $p"; }
+        [ "$d" -ge $moved_words ] && [ "$d" -le $(( moved_words * 2 )) ] ||
+          { cat "$work/data" >&2; fail "PortVLOpData3 is $d, ib_write_bw moved $moved_words words"; }
+      else
+        expect "$work/pkts" "PortVLOpPackets$vl" 0
+        expect "$work/data" "PortVLOpData$vl" 0
+      fi
+      expect "$work/fcerr" "PortVLXmitFlowCtlUpdateErrors$vl" 0
+    done
+    [ "$(field "$work/op" PortOpRcvPkts)" -ge $min_pkts ] || fail "PortOpRcvPkts: $(cat "$work/op")"
+    [ "$(field "$work/op" PortOpRcvData)" -ge $moved_words ] || fail "PortOpRcvData: $(cat "$work/op")"
+    expect "$work/fc" PortXmitFlowPkts 0
+    expect "$work/fc" PortRcvFlowPkts 0
+    # perfquery -R clears them: VL3 reads 0 again (nothing else moves now).
+    run clear perfquery --vloppackets -R
+    run cleared perfquery --vloppackets
+    expect "$work/cleared" PortVLOpPackets3 0
+    run cleared-data perfquery --vlopdata
+    [ "$(field "$work/cleared-data" PortVLOpData3)" -gt 0 ] || fail "a reset of PortVLOpPackets cleared PortVLOpData"
     ;;
   faults)
     # Packets the fault injector drops are what an operator sees as

@@ -4,7 +4,8 @@
 # device's PMA (LID 0: a RoCE port's own agents): the requester's
 # PortXmitDataSL and the responder's PortRcvDataSL have the data under SL 3,
 # as much as PortXmitData / PortRcvData count for the requests, and no
-# other SL has any.
+# other SL has any; the responder's PortVLOpPackets/PortVLOpData have them
+# on VL 3 (the boot SL2VL table: SL n on VL n mod 8) and on no other VL.
 #   qos_sl.sh <dir of libibverbs.so.1 and libibumad.so.3>
 set -euo pipefail
 lib=$1
@@ -40,6 +41,10 @@ in_b env "${env_b[@]}" timeout 20 perfquery -X > "$work/b.xmtsl" 2>&1 || { cat "
 in_b env "${env_b[@]}" timeout 20 perfquery -x > "$work/b.ext" 2>&1 || { cat "$work/b.ext"; fail "perfquery -x"; }
 in_a env "${env_a[@]}" timeout 20 perfquery -S > "$work/a.rcvsl" 2>&1 || { cat "$work/a.rcvsl"; fail "perfquery -S"; }
 in_a env "${env_a[@]}" timeout 20 perfquery -x > "$work/a.ext" 2>&1 || { cat "$work/a.ext"; fail "perfquery -x"; }
+in_a env "${env_a[@]}" timeout 20 perfquery --vloppackets > "$work/a.vlpkts" 2>&1 ||
+  { cat "$work/a.vlpkts"; fail "perfquery --vloppackets"; }
+in_a env "${env_a[@]}" timeout 20 perfquery --vlopdata > "$work/a.vldata" 2>&1 ||
+  { cat "$work/a.vldata"; fail "perfquery --vlopdata"; }
 x3=$(field "$work/b.xmtsl" XmtDataSL3) xmit=$(field "$work/b.ext" PortXmitData)
 r3=$(field "$work/a.rcvsl" RcvDataSL3) rcv=$(field "$work/a.ext" PortRcvData)
 echo "requester: XmtDataSL3 $x3 of PortXmitData $xmit; responder: RcvDataSL3 $r3 of PortRcvData $rcv (4-octet words)"
@@ -52,5 +57,13 @@ echo "requester: XmtDataSL3 $x3 of PortXmitData $xmit; responder: RcvDataSL3 $r3
 for sl in 0 1 2 4 5 6 7 8 9 10 11 12 13 14 15; do
   [ "$(field "$work/b.xmtsl" XmtDataSL$sl)" = 0 ] || fail "SL $sl sent data"
   [ "$(field "$work/a.rcvsl" RcvDataSL$sl)" = 0 ] || fail "SL $sl received data"
+  [ "$(field "$work/a.vlpkts" PortVLOpPackets$sl)" = 0 ] || fail "VL $sl received packets"
+  [ "$(field "$work/a.vldata" PortVLOpData$sl)" = 0 ] || fail "VL $sl received data"
 done
+v3=$(field "$work/a.vldata" PortVLOpData3) p3=$(field "$work/a.vlpkts" PortVLOpPackets3)
+rcv_pkts=$(field "$work/a.ext" PortRcvPkts)
+echo "responder: VL 3 received $p3 packets (PortRcvPkts $rcv_pkts), $v3 words"
+[ "$v3" = "$r3" ] || fail "VL 3 received $v3 words, SL 3 $r3"
+# PortVLOpPackets is 16 bits: it stops at 65535.
+[ "$p3" = "$(( rcv_pkts < 65535 ? rcv_pkts : 65535 ))" ] || fail "VL 3 received $p3 packets, the port $rcv_pkts"
 echo "PASS: roce qos_sl"

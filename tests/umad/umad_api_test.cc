@@ -244,7 +244,7 @@ TEST_F(Umad, PmaSetClearsTheCountersItSelects) {
   EXPECT_EQ(resp.mad()[5], 0);
   for (int i = 24; i < 40; ++i) EXPECT_EQ(resp.mad()[64 + i], 0) << i;  // data and packets
   // Unknown attribute: answered with status 0x0C, not echoed back as success.
-  Buffer bad = request(0x04, 0x0017, 2);  // PortOpRcvCounters
+  Buffer bad = request(0x04, 0x0030, 2);  // SwPortVLCongestion: a switch's
   ASSERT_EQ(umad_send(fd_, agent, bad.umad(), kMad, 1000, 0), 0);
   ASSERT_EQ(umad_recv(fd_, resp.umad(), &len, 1000), agent);
   EXPECT_EQ(resp.mad()[5], 0x0c);

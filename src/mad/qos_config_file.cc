@@ -9,15 +9,10 @@
 
 #include "mad/topology_qos.h"
 #include "util/log.h"
+#include "util/text.h"
 
 namespace softverbs::mad {
 namespace {
-
-std::string_view trim(std::string_view s) {
-  while (!s.empty() && std::isspace(static_cast<unsigned char>(s.front()))) s.remove_prefix(1);
-  while (!s.empty() && std::isspace(static_cast<unsigned char>(s.back()))) s.remove_suffix(1);
-  return s;
-}
 
 // The option sets that are not a CA's, and opensm's QoS policy file (which
 // names ports by GUID: an SM's business, not a port's boot tables).

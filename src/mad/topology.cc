@@ -6,6 +6,7 @@
 #include <sstream>
 
 #include "mad/topology_qos.h"
+#include "util/text.h"
 
 namespace softverbs::mad {
 namespace {
@@ -19,12 +20,6 @@ uint64_t derived_guid(std::string_view name) {
   uint64_t h = 0xcbf29ce484222325ull;  // FNV-1a
   for (char c : name) h = (h ^ static_cast<uint8_t>(c)) * 0x100000001b3ull;
   return kDerivedGuidPrefix | ((h & 0xffffffffull) << 8);
-}
-
-std::string_view trim(std::string_view s) {
-  while (!s.empty() && std::isspace(static_cast<unsigned char>(s.front()))) s.remove_prefix(1);
-  while (!s.empty() && std::isspace(static_cast<unsigned char>(s.back()))) s.remove_suffix(1);
-  return s;
 }
 
 // The line without its comment: a '#' outside a quoted name.

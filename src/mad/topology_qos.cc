@@ -5,14 +5,10 @@
 #include <string>
 #include <utility>
 
+#include "util/text.h"
+
 namespace softverbs::mad {
 namespace {
-
-std::string_view trim(std::string_view s) {
-  while (!s.empty() && std::isspace(static_cast<unsigned char>(s.front()))) s.remove_prefix(1);
-  while (!s.empty() && std::isspace(static_cast<unsigned char>(s.back()))) s.remove_suffix(1);
-  return s;
-}
 
 bool number(std::string_view s, unsigned max, unsigned* v) {
   s = trim(s);

@@ -50,31 +50,9 @@ sl_words() {
   echo "$(field "$work/$1" XmtDataSL0) $(field "$work/$1" XmtDataSL2)"
 }
 
-# window NAME SECONDS WANT: over the next SECONDS, SL0 (VL0) must have had
-# WANT of what both sent, within 10 % of WANT (or 0.05 absolute, whichever
-# is larger), and together they must have stayed within the link's rate.
-window() {
-  local a0 a2 b0 b2 t0 t1
-  read -r a0 a2 < <(sl_words "$1.before")
-  t0=$(date +%s%N)
-  sleep "$2"
-  read -r b0 b2 < <(sl_words "$1.after")
-  t1=$(date +%s%N)
-  python3 - "$1" $(( b0 - a0 )) $(( b2 - a2 )) $(( t1 - t0 )) "$3" <<'PY' || fail "$1: shares"
-import sys
-name, w0, w2, ns, want = sys.argv[1], int(sys.argv[2]), int(sys.argv[3]), int(sys.argv[4]), float(sys.argv[5])
-gbps = (w0 + w2) * 32 / ns
-share0 = w0 / (w0 + w2) if w0 + w2 else 0.0
-print("%s: VL0 %.3f, VL2 %.3f of %.2f Gb/s (want VL0 %.2f)" % (name, share0, 1 - share0, gbps, want))
-# 4X SDR carries 8 Gb/s of data; pacing never lets more through.
-if gbps > 8.0 * 1.05:
-    sys.exit("faster than the link: %.2f Gb/s" % gbps)
-if gbps < 8.0 * 0.3:
-    sys.exit("the flows hardly ran: %.2f Gb/s" % gbps)
-if abs(share0 - want) > max(0.1 * want, 0.05):
-    sys.exit("VL0 had %.3f of the link, not %.2f" % (share0, want))
-PY
-}
+# 4X SDR carries 8 Gb/s of data.
+LINK_GBPS=8.0
+. "$(dirname "$0")/qos_window.sh"
 
 run devinfo ibv_devinfo -v -d softverbs0
 grep -q "active_speed:.*2.5 Gbps" "$work/devinfo" || { cat "$work/devinfo" >&2; fail "not an SDR port"; }

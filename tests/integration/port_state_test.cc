@@ -13,24 +13,17 @@
 
 #include <cstdio>
 #include <cstdlib>
-#include <fstream>
 #include <set>
 #include <string>
 
 #include "harness.h"
+#include "sysfs_files.h"
 #include "verbs_fixture.h"
 
 extern "C" const char* ibv_get_sysfs_path(void);
 
 namespace softverbs::integration {
 namespace {
-
-std::string read_line(const std::string& path) {
-  std::ifstream in(path);
-  std::string line;
-  std::getline(in, line);
-  return line;
-}
 
 #if defined(__SANITIZE_ADDRESS__)
 extern "C" void __asan_init();

@@ -6,23 +6,16 @@
 #include <sys/stat.h>
 
 #include <cstdio>
-#include <fstream>
 #include <string>
 
 #include "harness.h"
+#include "sysfs_files.h"
 #include "verbs_fixture.h"
 
 extern "C" const char* ibv_get_sysfs_path(void);
 
 namespace softverbs::integration {
 namespace {
-
-std::string read_line(const std::string& path) {
-  std::ifstream in(path);
-  std::string line;
-  std::getline(in, line);
-  return line;
-}
 
 bool is_dir(const std::string& path) {
   struct stat st;

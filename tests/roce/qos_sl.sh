@@ -35,7 +35,7 @@ wait "$server" || srv=$?
 [ $rc -eq 0 ] && [ $srv -eq 0 ] || { cat "$work/server.out" "$work/client.out"; fail "ib_write_bw: client $rc, server $srv"; }
 
 # field FILE NAME: the value of perfquery's "Name:.....value" line.
-field() { awk -v n="$2" -F':' '{ k = $1; sub(/\.+$/, "", k) } k == n { v = $2; sub(/^\.+/, "", v); print v; exit }' "$1"; }
+. "$(dirname "$0")/../conformance/diag_output.sh"
 # The counts outlive the processes that made them (their share goes to the segment).
 in_b env "${env_b[@]}" timeout 20 perfquery -X > "$work/b.xmtsl" 2>&1 || { cat "$work/b.xmtsl"; fail "perfquery -X"; }
 in_b env "${env_b[@]}" timeout 20 perfquery -x > "$work/b.ext" 2>&1 || { cat "$work/b.ext"; fail "perfquery -x"; }

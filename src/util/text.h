@@ -1,0 +1,17 @@
+// Small helpers for the line-oriented text the device reads (topology
+// files, opensm option files).
+#pragma once
+
+#include <cctype>
+#include <string_view>
+
+namespace softverbs {
+
+// `s` without its leading and trailing white space.
+inline std::string_view trim(std::string_view s) {
+  while (!s.empty() && std::isspace(static_cast<unsigned char>(s.front()))) s.remove_prefix(1);
+  while (!s.empty() && std::isspace(static_cast<unsigned char>(s.back()))) s.remove_suffix(1);
+  return s;
+}
+
+}  // namespace softverbs

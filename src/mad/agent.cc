@@ -12,6 +12,7 @@
 #include "mad/pma_counters.h"
 #include "mad/qos_config_file.h"
 #include "mad/port_view.h"
+#include "mad/subnet_boot_qos.h"
 #include "mad/subnet_pma.h"
 #include "mad/subnet_sma.h"
 #include "mad/vl15_buffer.h"
@@ -48,16 +49,10 @@ const LoadedSubnet& loaded_subnet(const shm::Segment& seg) {
     l->topology = std::move(p.topology);
     char digest[17];
     std::snprintf(digest, sizeof digest, "%016" PRIx64, topology_hash(l->topology));
-    // Without an SM, the CAs' ports keep the tables the file gives them.
+    // Without an SM, the ports keep the tables the file gives them.
     const Topology& t = l->topology;
     l->state_path = seg.path() + ".subnet-" + digest;
-    auto st = shm::SubnetState::open(l->state_path, [&t](shm::SubnetNode* nodes) {
-      if (!t.has_ca_qos) return;
-      for (size_t i = 0; i < t.nodes.size() && i < shm::kSubnetMaxNodes; ++i)
-        if (!t.nodes[i].is_switch())
-          for (unsigned port = 1; port <= t.nodes[i].num_ports && port < shm::kSubnetMaxPorts; ++port)
-            nodes[i].ports[port].qos = t.ca_qos;
-    });
+    auto st = shm::SubnetState::open(l->state_path, [&t](shm::SubnetNode* nodes) { boot_subnet_qos(t, nodes); });
     if (!st.is_ok()) {
       l->failed = true;
       return l;
@@ -152,7 +147,7 @@ void claim_boot_qos(const shm::Segment& seg) {
     if (h.qos.boot_claimed.compare_exchange_strong(unclaimed, 1, std::memory_order_acq_rel)) {
       // SOFTVERBS_QOS_CONFIG is this port's own; a topology's qos_ca_* lines
       // are every CA's.
-      const shm::QosTables* t = own != nullptr ? own : l.topology.has_ca_qos ? &l.topology.ca_qos : nullptr;
+      const shm::QosTables* t = own != nullptr ? own : l.topology.ca_qos.given ? &l.topology.ca_qos.tables : nullptr;
       if (t != nullptr) {
         shm::ControlLock lock(seg);
         shm::store_qos(h, *t);

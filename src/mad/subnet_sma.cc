@@ -373,7 +373,10 @@ Disposition answer_at(const Subnet& s, Hop at, const uint8_t* in, bool directed,
   }
 
   const unsigned port = attribute_port(n, attr, modifier, at.port);
-  if (port > n.num_ports || (!n.is_switch() && port == 0)) {
+  // A switch's SL2VL names an input port too (modifier bits 15-8).
+  const bool switch_sl2vl = n.is_switch() && attr == static_cast<uint16_t>(SmpAttr::kSlToVlMappingTable);
+  const unsigned in_port = switch_sl2vl ? (modifier >> 8) & 0xff : 0;
+  if (port > n.num_ports || (!n.is_switch() && port == 0) || in_port > n.num_ports) {
     // Let the codec answer the bad modifier (status 0x1C) for a port that exists.
     PortView v = subnet_port_view(s, static_cast<unsigned>(at.node), at.port, at.port);
     const Disposition d = answer_smp(v, req, kMadBytes, out, nullptr);
@@ -396,9 +399,11 @@ Disposition answer_at(const Subnet& s, Hop at, const uint8_t* in, bool directed,
   }
   PortView v = subnet_port_view(s, static_cast<unsigned>(at.node), port, at.port);
   if (hide_m_key) v.m_key = 0;
+  if (switch_sl2vl) shm::unpack_sl2vl(st.sw.sl2vl[in_port][port], v.qos.sl_to_vl);
   SmpEffect effect;
   const Disposition d = answer_smp(v, req, kMadBytes, out, &effect);
-  if (effect.qos_changed) st.ports[port].qos = effect.qos;
+  if (effect.qos_changed && switch_sl2vl) shm::pack_sl2vl(effect.qos.sl_to_vl, st.sw.sl2vl[in_port][port]);
+  else if (effect.qos_changed) st.ports[port].qos = effect.qos;
   if (set_status != MadStatus::kOk) Status::set(out, static_cast<uint16_t>(set_status));
   finish(in, directed, out);
   return d;

@@ -547,6 +547,32 @@ TEST_F(SubnetSmaTest, MulticastTableAndQosTablesOfARemotePort) {
   EXPECT_FALSE(a.effect.qos_changed);
 }
 
+// IBA 14.2.5.8: a switch's SL2VL is per input (modifier bits 15-8) and
+// output port (7-0); a Set of one pair leaves the others as they were.
+TEST_F(SubnetSmaTest, SwitchSlToVlIsPerInputAndOutputPort) {
+  Answer a = ask(dr(0x01, 0x0017, 0x0102, {1}));  // sw-a, in 1, out 2
+  EXPECT_EQ(status(a.out), 0);
+  EXPECT_EQ(data(a.out, 8), Bytes({0x01, 0x23, 0x45, 0x67, 0x01, 0x23, 0x45, 0x67}));
+  Mad m = dr(0x02, 0x0017, 0x0102, {1});
+  m[64] = 0x10;
+  m[71] = 0x7f;  // SL15 on VL15: discarded
+  a = ask(m);
+  EXPECT_EQ(status(a.out), 0);
+  EXPECT_EQ(data(a.out, 8), Bytes({0x10, 0, 0, 0, 0, 0, 0, 0x7f}));
+  a = ask(dr(0x01, 0x0017, 0x0102, {1}));
+  EXPECT_EQ(data(a.out, 8), Bytes({0x10, 0, 0, 0, 0, 0, 0, 0x7f}));
+  a = ask(dr(0x01, 0x0017, 0x0702, {1}));  // another input, the same output
+  EXPECT_EQ(data(a.out, 2), Bytes({0x01, 0x23}));
+  a = ask(dr(0x01, 0x0017, 0x0201, {1}));  // the reverse direction
+  EXPECT_EQ(data(a.out, 2), Bytes({0x01, 0x23}));
+  // An input port the switch does not have; a VL the output port has not.
+  EXPECT_EQ(status(ask(dr(0x01, 0x0017, 0x0902, {1})).out), 0x1c);
+  m = dr(0x02, 0x0017, 0x0003, {1});
+  m[64] = 0x90;
+  EXPECT_EQ(status(ask(m).out), 0x1c);
+  EXPECT_EQ(data(ask(dr(0x01, 0x0017, 0x0003, {1})).out, 1), Bytes({0x01}));
+}
+
 TEST_F(SubnetSmaTest, StateIsSharedThroughTheFile) {
   ASSERT_EQ(status(set_port({1, 7, 1}, 0, 9, 0).out), 0);
   auto other = shm::SubnetState::open(path_);

@@ -4,6 +4,7 @@
 #include <cstdlib>
 #include <fstream>
 #include <sstream>
+#include <utility>
 
 #include "mad/topology_qos.h"
 #include "util/text.h"
@@ -147,10 +148,15 @@ class Parser {
       pb = {l.node, static_cast<uint8_t>(l.port), l.width};
     }
     line_ = 0;
-    if (qos_.any) {
+    // Each set's options, what they leave out from the qos_* defaults, as
+    // opensm builds them.
+    for (auto [set, boot] : {std::pair{QosSet::kCa, &topo_.ca_qos}, std::pair{QosSet::kSwitchPort0, &topo_.sw0_qos},
+                             std::pair{QosSet::kSwitchExternal, &topo_.swe_qos}}) {
+      const QosOptions o = with_defaults(qos_[set], qos_[QosSet::kDefaults]);
+      if (!o.any) continue;
       std::string what;
-      if (!qos_tables(qos_, &topo_.ca_qos, &what)) return fail(what);
-      topo_.has_ca_qos = true;
+      if (!qos_tables(o, &boot->tables, &what, qos_set_prefix(set))) return fail(what);
+      boot->given = true;
     }
     if (topo_.nodes.empty()) return fail("no nodes");
     if (topo_.local_ca() < 0) return fail("no CA (the device's port is a CA's port 1)");
@@ -176,14 +182,14 @@ class Parser {
     return false;
   }
 
-  // "# softverbs: qos_ca_..." (mad/topology_qos.h); any other comment is
-  // only a comment.
+  // "# softverbs: qos_..." (mad/topology_qos.h); any other comment is only
+  // a comment.
   bool qos_directive(std::string_view l) {
     if (l.empty() || l.front() != '#') return true;
     l = trim(l.substr(1));
     if (l.substr(0, kQosDirective.size()) != kQosDirective) return true;
     std::string what;
-    return parse_qos_option(l.substr(kQosDirective.size()), &qos_, &what) || fail(what);
+    return parse_qos_directive(l.substr(kQosDirective.size()), &qos_, &what) || fail(what);
   }
 
   bool line(std::string_view l, unsigned depth) {
@@ -271,7 +277,7 @@ class Parser {
   Topology topo_;
   std::vector<PendingLink> links_;
   Pending pending_;
-  QosOptions qos_;
+  QosFileOptions qos_;
   int current_ = -1;
   unsigned line_ = 0;
   std::string error_;
@@ -299,10 +305,13 @@ uint64_t topology_hash(const Topology& t) {
     mix(n.node_guid);
     for (const TopoLink& l : n.ports) mix(static_cast<uint64_t>(l.node + 1) << 16 | l.port << 8 | l.width);
   }
-  // The CAs' boot tables are part of the state's first values.
-  if (t.has_ca_qos) {
-    const shm::QosTables& q = t.ca_qos;
-    mix(static_cast<uint64_t>(q.oper_vls) << 8 | q.vl_high_limit);
+  // The ports' boot tables are part of the state's first values.
+  uint64_t set = 0;
+  for (const BootQos* b : {&t.ca_qos, &t.sw0_qos, &t.swe_qos}) {
+    ++set;
+    if (!b->given) continue;
+    const shm::QosTables& q = b->tables;
+    mix(set << 16 | static_cast<uint64_t>(q.oper_vls) << 8 | q.vl_high_limit);
     for (uint8_t vl : q.sl_to_vl) mix(vl);
     for (unsigned i = 0; i < shm::kVlArbCap; ++i)
       mix(static_cast<uint64_t>(q.low[i].vl) << 24 | q.low[i].weight << 16 | q.high[i].vl << 8 | q.high[i].weight);

@@ -4,7 +4,8 @@
 // `[<port>](<guid>)? "<remote name>"[<remote port>]...`, with the optional
 // `switchguid=`/`caguid=`/`nodeguid=`/`sysimgguid=`/`vendid=`/`devid=` lines
 // before a header, `#` comments, and `include <file>`; comments of the form
-// `# softverbs: qos_ca_...` give the CAs' QoS tables (mad/topology_qos.h).
+// `# softverbs: qos_ca_...` (qos_sw0_, qos_swe_, qos_) give the ports' QoS
+// tables (mad/topology_qos.h).
 //
 // A plain value, constant after parsing: every process that names the same
 // file derives the same nodes, ports, links and GUIDs, so the mutable part
@@ -54,12 +55,18 @@ struct TopoNode {
   uint64_t port_guid(unsigned port) const { return is_switch() ? node_guid : node_guid + port; }
 };
 
+// The tables a set of ports boots with (mad/topology_qos.h: the file's
+// "# softverbs: qos_*" lines); without them, shm::default_qos().
+struct BootQos {
+  bool given = false;
+  shm::QosTables tables = shm::default_qos();
+};
+
 struct Topology {
   std::vector<TopoNode> nodes;
-  // The tables every CA port boots with (mad/topology_qos.h: the file's
-  // "# softverbs: qos_ca_*" lines); without them, shm::default_qos().
-  bool has_ca_qos = false;
-  shm::QosTables ca_qos = shm::default_qos();
+  BootQos ca_qos;   // every CA port (qos_ca_*)
+  BootQos sw0_qos;  // every switch's port 0 (qos_sw0_*)
+  BootQos swe_qos;  // every switch's ports 1..n (qos_swe_*)
   int find(std::string_view name) const;
   // The CA whose port 1 is the device's port: the first CA of the file
   // whose port 1 has a link (ibnetdiscover lists CAs in no set order), else

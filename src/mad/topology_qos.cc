@@ -94,6 +94,24 @@ bool parse_qos_option(std::string_view text, QosOptions* o, std::string* error, 
   return true;
 }
 
+std::string_view qos_set_prefix(QosSet s) {
+  switch (s) {
+    case QosSet::kCa: return "qos_ca_";
+    case QosSet::kSwitchPort0: return "qos_sw0_";
+    case QosSet::kSwitchExternal: return "qos_swe_";
+    case QosSet::kDefaults: break;
+  }
+  return "qos_";
+}
+
+bool parse_qos_directive(std::string_view text, QosFileOptions* o, std::string* error) {
+  text = trim(text);
+  // The sets' prefixes all start with the defaults' one, so they are tried first.
+  for (QosSet s : {QosSet::kCa, QosSet::kSwitchPort0, QosSet::kSwitchExternal})
+    if (text.starts_with(qos_set_prefix(s))) return parse_qos_option(text, &(*o)[s], error, qos_set_prefix(s));
+  return parse_qos_option(text, &(*o)[QosSet::kDefaults], error, "qos_");
+}
+
 QosOptions with_defaults(const QosOptions& o, const QosOptions& dflt) {
   QosOptions r = o;
   r.any = o.any || dflt.any;
@@ -114,7 +132,7 @@ QosOptions with_defaults(const QosOptions& o, const QosOptions& dflt) {
   return r;
 }
 
-bool qos_tables(const QosOptions& o, shm::QosTables* t, std::string* error) {
+bool qos_tables(const QosOptions& o, shm::QosTables* t, std::string* error, std::string_view prefix) {
   *t = shm::default_qos();
   if (o.max_vls > 0) {
     // The largest OperationalVLs encoding with no more VLs than asked for,
@@ -138,12 +156,12 @@ bool qos_tables(const QosOptions& o, shm::QosTables* t, std::string* error) {
   const unsigned vls = shm::data_vls(t->oper_vls);
   for (unsigned sl = 0; sl < 16; ++sl)
     if (t->sl_to_vl[sl] >= vls && t->sl_to_vl[sl] != shm::kVl15)
-      return fail(error, "qos_ca_sl2vl: SL" + std::to_string(sl) + " on VL" + std::to_string(t->sl_to_vl[sl]) +
+      return fail(error, std::string(prefix) + "sl2vl: SL" + std::to_string(sl) + " on VL" + std::to_string(t->sl_to_vl[sl]) +
                              ", which is not operational (VL0-" + std::to_string(vls - 1) + ")");
   for (const shm::VlArbEntry* table : {t->low, t->high})
     for (unsigned i = 0; i < shm::kVlArbCap; ++i)
       if (table[i].weight != 0 && table[i].vl >= vls)
-        return fail(error, "qos_ca_vlarb_" + std::string(table == t->low ? "low" : "high") + ": VL" +
+        return fail(error, std::string(prefix) + "vlarb_" + std::string(table == t->low ? "low" : "high") + ": VL" +
                                std::to_string(table[i].vl) + " has a weight but is not operational (VL0-" +
                                std::to_string(vls - 1) + ")");
   return true;

@@ -17,7 +17,7 @@
 namespace softverbs::shm {
 namespace {
 
-constexpr uint64_t kSubnetMagic = 0x5356'5355'424e'0003ull;  // "SVSUBN", version 3 (SubnetPort::phys_disabled)
+constexpr uint64_t kSubnetMagic = 0x5356'5355'424e'0004ull;  // "SVSUBN", version 4 (SubnetSwitch::sl2vl)
 static_assert(std::is_trivially_copyable_v<SubnetNode>, "the file is shared memory");
 
 void init_file(SubnetFile* f) {
@@ -29,6 +29,10 @@ void init_file(SubnetFile* f) {
     n.sw = SubnetSwitch{};
     std::memset(n.sw.lft, kLftUnset, sizeof n.sw.lft);
     std::memset(n.sw.mft, 0, sizeof n.sw.mft);
+    uint8_t boot[8];
+    pack_sl2vl(default_qos().sl_to_vl, boot);
+    for (auto& in : n.sw.sl2vl)
+      for (auto& out : in) std::memcpy(out, boot, sizeof boot);
   }
   init_shared_mutex(&f->lock);
 }

@@ -65,7 +65,21 @@ struct SubnetSwitch {
   uint8_t port_state_change = 0;  // SwitchInfo:PortStateChange (IBA 14.2.5.4)
   uint8_t lft[kLftCap];
   uint16_t mft[kMftCap][kMftPositions];  // port masks, 16 ports per position
+  // IBA 14.2.5.8: a switch maps SL to VL per input and output port, so its
+  // tables live here, [input][output], 4 bits per SL as on the wire (SL 2k
+  // in the high nibble of byte k); its ports' SubnetPort::qos.sl_to_vl is
+  // not used.
+  uint8_t sl2vl[kSubnetMaxPorts][kSubnetMaxPorts][8];
 };
+
+// The VL of each SL from a packed table, and back.
+inline void unpack_sl2vl(const uint8_t (&packed)[8], uint8_t (&vls)[16]) {
+  for (unsigned sl = 0; sl < 16; ++sl)
+    vls[sl] = static_cast<uint8_t>(sl % 2 == 0 ? packed[sl / 2] >> 4 : packed[sl / 2] & 0xf);
+}
+inline void pack_sl2vl(const uint8_t (&vls)[16], uint8_t (&packed)[8]) {
+  for (unsigned i = 0; i < 8; ++i) packed[i] = static_cast<uint8_t>((vls[2 * i] & 0xf) << 4 | (vls[2 * i + 1] & 0xf));
+}
 
 struct SubnetNode {
   SubnetPort ports[kSubnetMaxPorts];

@@ -13,6 +13,7 @@
 # included, runs in the foreground under `timeout`; nothing is left running.
 # sm-none: SOFTVERBS_SM=none without a topology. qos: the CAs' QoS tables
 # from the topology file's "# softverbs: qos_ca_*" lines, with no SM.
+# qos-switch: the switches' from its qos_sw0_*/qos_swe_* lines (and qos_*).
 # perfquery: after opensm, every node's PMA answers (src/mad/subnet_pma.cc);
 # ib_write_bw's traffic shows on the device's port and, mirrored, on the
 # facing switch port, and nowhere else; -R/-r reset. ibqueryerrors: without
@@ -355,6 +356,68 @@ case $scenario in
     SOFTVERBS_TOPOLOGY=$work/badqos.net timeout 30 smpquery -D nodeinfo 0 >"$work/out" 2>&1 || rc=$?
     [ $rc -ne 0 ] && [ $rc -ne 124 ] || { cat "$work/out" >&2; fail "a table for VLs that are not there was used"; }
     grep -q 'SL2 on VL2, which is not operational' "$work/out" || { cat "$work/out" >&2; fail "the error does not say why"; }
+    ;;
+  qos-switch)
+    # Issue 20: the switches' QoS tables from the topology file's
+    # qos_sw0_* (port 0) and qos_swe_* (ports 1-8) lines, what they leave
+    # out from the qos_* defaults (as opensm builds them; the CAs take the
+    # defaults too), with no SM to send them. smpquery walks every input
+    # port of an output port's SL2VL; after opensm -o (qos off: it sends no
+    # tables) the LID-routed queries read the same.
+    swe='| 3| 2| 1| 0| 3| 2| 1| 0| 3| 2| 1| 0| 3| 2| 1|15|'
+    sw0='| 0| 1| 0| 1| 0| 1| 0| 1| 0| 1| 0| 1| 0| 1| 0| 1|'
+    { printf '%s\n' '# softverbs: qos_max_vls 4' '# softverbs: qos_high_limit 3' \
+        '# softverbs: qos_sw0_max_vls 2' '# softverbs: qos_sw0_sl2vl 0,1,0,1,0,1,0,1,0,1,0,1,0,1,0,1' \
+        '# softverbs: qos_swe_vlarb_high 3:16' '# softverbs: qos_swe_vlarb_low 0:2,1:2,2:4' \
+        '# softverbs: qos_swe_sl2vl 3,2,1,0,3,2,1,0,3,2,1,0,3,2,1,15'
+      cat "$work/fabric.net"; } >"$work/swqos.net"
+    export SOFTVERBS_TOPOLOGY=$work/swqos.net
+    printf '%s\n' 'VL    : |0x0 |0x1 |0x2 |0x0 |0x0 |0x0 |0x0 |0x0 |' 'WEIGHT: |0x2 |0x2 |0x4 |0x0 |0x0 |0x0 |0x0 |0x0 |' \
+      'VL    : |0x3 |0x0 |0x0 |0x0 |0x0 |0x0 |0x0 |0x0 |' 'WEIGHT: |0x10|0x0 |0x0 |0x0 |0x0 |0x0 |0x0 |0x0 |' \
+      >"$work/swe.want"
+    # sl2vl_rows FILE OUT TABLE: every input port (0-8) of output port OUT maps by TABLE.
+    sl2vl_rows() {
+      [ "$(grep -cF -- "out $(printf '%2d' "$2"): $3" "$1")" = 9 ] || { cat "$1" >&2; fail "$1: not 9 input ports with $3"; }
+    }
+    vlarb_rows() {  # FILE WANT
+      awk '/^VL /||/^WEIGHT/' "$1" >"$1.rows"
+      diff "$2" "$1.rows" >&2 || fail "VLArb in $1 is not the file's"
+    }
+    for sw in 0,1 0,1,7; do  # leaf-a, then leaf-b
+      run "sl2vl-$sw-2" smpquery -D sl2vl "$sw" 2
+      sl2vl_rows "$work/sl2vl-$sw-2" 2 "$swe"
+      run "sl2vl-$sw-0" smpquery -D sl2vl "$sw" 0
+      sl2vl_rows "$work/sl2vl-$sw-0" 0 "$sw0"
+      run "vlarb-$sw-7" smpquery -D vlarb "$sw" 7
+      vlarb_rows "$work/vlarb-$sw-7" "$work/swe.want"
+      # A base port 0 (no EnhancedPort0) has no VL arbitration (IBA
+      # 14.2.5.9), so smpquery does not ask for it.
+      run "vlarb-$sw-0" smpquery -D vlarb "$sw" 0
+      grep -q 'No VLArbitration tables (BSP0)' "$work/vlarb-$sw-0" || { cat "$work/vlarb-$sw-0" >&2; fail "VLArb of port 0"; }
+      run "pi-$sw-2" smpquery -D portinfo "$sw" 2
+      expect "$work/pi-$sw-2" OperVLs VL0-3
+      expect "$work/pi-$sw-2" VLHighLimit 3
+      run "pi-$sw-0" smpquery -D portinfo "$sw" 0
+      expect "$work/pi-$sw-0" OperVLs VL0-1
+    done
+    run ca smpquery -D portinfo 0
+    expect "$work/ca" OperVLs VL0-3
+    expect "$work/ca" VLHighLimit 3
+    sm_sweep
+    run net ibnetdiscover
+    leaf_b=$(lid_of leaf-b)
+    [ -n "$leaf_b" ] || { cat "$work/net" >&2; fail "no LID for leaf-b"; }
+    run sl2vl-lid smpquery sl2vl "$leaf_b" 1
+    sl2vl_rows "$work/sl2vl-lid" 1 "$swe"
+    run vlarb-lid smpquery vlarb "$leaf_b" 2
+    vlarb_rows "$work/vlarb-lid" "$work/swe.want"
+    echo "leaf-b (LID $leaf_b) port 1: $(grep -m1 'out  1:' "$work/sl2vl-lid")"
+    # A value out of range is refused with its line.
+    { printf '%s\n' '# softverbs: qos_swe_high_limit 2' '# softverbs: qos_sw0_max_vls 16'; cat "$work/fabric.net"; } >"$work/bad.net"
+    rc=0
+    SOFTVERBS_TOPOLOGY=$work/bad.net timeout 30 smpquery -D nodeinfo 0 >"$work/out" 2>&1 || rc=$?
+    [ $rc -ne 0 ] && [ $rc -ne 124 ] || { cat "$work/out" >&2; fail "a bad qos_sw0_max_vls was used"; }
+    grep -q 'line 2: qos_sw0_max_vls is 1 to 15' "$work/out" || { cat "$work/out" >&2; fail "the error does not say why"; }
     ;;
   port-state)
     # The data path obeys the port's state (IBA 7.2): before opensm the

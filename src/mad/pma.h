@@ -47,7 +47,12 @@ enum PmaCounter : unsigned {
   // figures as PortRcvPkts/PortRcvData but reset on their own.
   kOpRcvPkts = kRcvDataVl0 + 16,
   kOpRcvData,
-  kPmaCounterCount,
+  // What the port sent per VL, the same way from the per-SL transmit counts:
+  // no attribute of the port's own; the facing switch port of a topology
+  // received it (mirror_pma_counters: its PortVLOpPackets/PortVLOpData).
+  kXmitPktsVl0,
+  kXmitDataVl0 = kXmitPktsVl0 + 16,
+  kPmaCounterCount = kXmitDataVl0 + 16,
 };
 // One bit per PmaCounter: the counters a Set clears.
 using PmaMask = std::bitset<kPmaCounterCount>;

@@ -25,7 +25,7 @@ struct Totals {
   uint64_t xmit_packets = 0, xmit_bytes = 0, rcv_packets = 0, rcv_bytes = 0;
   uint64_t rcv_errors = 0, xmit_discards = 0, symbol_errors = 0;
   uint64_t icrc_errors = 0, malformed = 0, inactive_discards = 0;
-  uint64_t xmit_words_sl[16] = {}, rcv_words_sl[16] = {}, rcv_packets_sl[16] = {};
+  uint64_t xmit_words_sl[16] = {}, rcv_words_sl[16] = {}, rcv_packets_sl[16] = {}, xmit_packets_sl[16] = {};
 };
 
 void add(Totals& t, const shm::PortCounters& c) {
@@ -53,6 +53,7 @@ void add(Totals& t, const shm::PortCounters& c) {
     t.xmit_words_sl[sl] += c.xmit_words_sl[sl].load(std::memory_order_relaxed);
     t.rcv_words_sl[sl] += c.rcv_words_sl[sl].load(std::memory_order_relaxed);
     t.rcv_packets_sl[sl] += c.rcv_packets_sl[sl].load(std::memory_order_relaxed);
+    t.xmit_packets_sl[sl] += c.xmit_packets_sl[sl].load(std::memory_order_relaxed);
   }
 }
 
@@ -87,6 +88,7 @@ PmaCounters raw_pma_counters(const shm::Segment& seg) {
     t.rcv_words_sl[sl] += shm::sl_words(q.counters.port_rcv_bytes.load(std::memory_order_relaxed),
                                         q.counters.port_rcv_packets.load(std::memory_order_relaxed));
     t.rcv_packets_sl[sl] += q.counters.port_rcv_packets.load(std::memory_order_relaxed);
+    t.xmit_packets_sl[sl] += q.counters.port_xmit_packets.load(std::memory_order_relaxed);
   }
   PmaCounters c;
   c.v[kSymbolErrors] = t.symbol_errors;
@@ -113,6 +115,9 @@ PmaCounters raw_pma_counters(const shm::Segment& seg) {
     if (vl >= shm::kVl15) continue;
     c.v[kRcvPktsVl0 + vl] += t.rcv_packets_sl[sl];
     c.v[kRcvDataVl0 + vl] += t.rcv_words_sl[sl];
+    // The port chooses the VL its packets leave on by the same table.
+    c.v[kXmitPktsVl0 + vl] += t.xmit_packets_sl[sl];
+    c.v[kXmitDataVl0 + vl] += t.xmit_words_sl[sl];
   }
   c.v[kVl15Dropped] = seg.header().vl15.dropped.load(std::memory_order_relaxed);
   // The paced link's lanes (transport/link_pacing.h); without pacing no VL
@@ -169,10 +174,16 @@ PmaCounters mirror_pma_counters(const PmaCounters& local) {
     m.v[kXmitDataSl0 + sl] = local.v[kRcvDataSl0 + sl];
     m.v[kRcvDataSl0 + sl] = local.v[kXmitDataSl0 + sl];
   }
-  // What the device's port sent, every opcode; its VLs are not known per
-  // packet, so the facing port's PortVLOpPackets/PortVLOpData stay 0.
+  // What the device's port sent, every opcode, on the VLs its SL2VL table
+  // chose (a sender picks the VL of the link).
   m.v[kOpRcvPkts] = local.v[kXmitPkts];
   m.v[kOpRcvData] = local.v[kXmitData];
+  for (unsigned vl = 0; vl < 16; ++vl) {
+    m.v[kRcvPktsVl0 + vl] = local.v[kXmitPktsVl0 + vl];
+    m.v[kRcvDataVl0 + vl] = local.v[kXmitDataVl0 + vl];
+    m.v[kXmitPktsVl0 + vl] = local.v[kRcvPktsVl0 + vl];
+    m.v[kXmitDataVl0 + vl] = local.v[kRcvDataVl0 + vl];
+  }
   return m;
 }
 

@@ -131,13 +131,17 @@ TEST(MirrorPmaCounters, WhatOneEndSendsTheOtherReceives) {
   EXPECT_EQ(m.v[kXmitDataSl0 + 3], 8u);
   // The device's errors and waits are its own port's, not the link's far end.
   EXPECT_EQ(m.v[kSymbolErrors] + m.v[kRcvErrors] + m.v[kXmitDiscards] + m.v[kVl15Dropped] + m.v[kXmitWaitVl0], 0u);
-  // PortOpRcvCounters: the far end received all the device sent; its
-  // per-VL receive counts stay 0 (the device's sends are not counted per VL).
+  // PortOpRcvCounters: the far end received all the device sent; per VL,
+  // what the device sent on each VL, and the other way round.
   EXPECT_EQ(m.v[kOpRcvPkts], 3u);
   EXPECT_EQ(m.v[kOpRcvData], 1u);
-  c.v[kRcvPktsVl0 + 1] = 14, c.v[kRcvDataVl0 + 1] = 15;
+  c.v[kRcvPktsVl0 + 1] = 14, c.v[kRcvDataVl0 + 1] = 15, c.v[kXmitPktsVl0 + 2] = 16, c.v[kXmitDataVl0 + 2] = 17;
   const PmaCounters m2 = mirror_pma_counters(c);
-  for (unsigned vl = 0; vl < 16; ++vl) EXPECT_EQ(m2.v[kRcvPktsVl0 + vl] + m2.v[kRcvDataVl0 + vl], 0u) << vl;
+  EXPECT_EQ(m2.v[kRcvPktsVl0 + 2], 16u);
+  EXPECT_EQ(m2.v[kRcvDataVl0 + 2], 17u);
+  EXPECT_EQ(m2.v[kXmitPktsVl0 + 1], 14u);
+  EXPECT_EQ(m2.v[kXmitDataVl0 + 1], 15u);
+  EXPECT_EQ(m2.v[kRcvPktsVl0 + 1] + m2.v[kRcvDataVl0 + 1], 0u);
 }
 
 TEST_F(SubnetPmaTest, TheFacingSwitchPortMirrorsTheDevicesPortGolden) {

@@ -93,6 +93,9 @@ struct PortCounters {
   // as rcv_words_sl (the PMA maps SL to VL when it is read; layout
   // version 15).
   std::atomic<uint64_t> rcv_packets_sl[16];
+  // The packets sent, under the sending QP's SL as xmit_words_sl: what the
+  // facing switch port of a topology received per VL (layout version 16).
+  std::atomic<uint64_t> xmit_packets_sl[16];
 };
 
 struct alignas(64) ProcessSlot {

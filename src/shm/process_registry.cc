@@ -128,6 +128,7 @@ void fold_counters(Segment& seg, OwnerId who) {
     fold(from.xmit_words_sl[sl], to.xmit_words_sl[sl]);
     fold(from.rcv_words_sl[sl], to.rcv_words_sl[sl]);
     fold(from.rcv_packets_sl[sl], to.rcv_packets_sl[sl]);
+    fold(from.xmit_packets_sl[sl], to.xmit_packets_sl[sl]);
   }
 }
 
@@ -145,6 +146,7 @@ void fold_port_share(QpCounters& from, PortCounters& to, uint8_t sl) {
   to.xmit_words_sl[sl & 15].fetch_add(sl_words(xmit_bytes, xmit_packets));
   to.rcv_words_sl[sl & 15].fetch_add(sl_words(rcv_bytes, rcv_packets));
   to.rcv_packets_sl[sl & 15].fetch_add(rcv_packets);
+  to.xmit_packets_sl[sl & 15].fetch_add(xmit_packets);
 }
 
 void retire_objects_of(Segment& seg, OwnerId who) {

@@ -16,7 +16,8 @@
 # qos-switch: the switches' from its qos_sw0_*/qos_swe_* lines (and qos_*).
 # perfquery: after opensm, every node's PMA answers (src/mad/subnet_pma.cc);
 # ib_write_bw's traffic shows on the device's port and, mirrored, on the
-# facing switch port, and nowhere else; -R/-r reset. ibqueryerrors: without
+# facing switch port (per VL too), and nowhere else; -R/-r reset.
+# ibqueryerrors: without
 # faults it reports nothing (--details too: every PMA answers the details
 # attributes); with drops and corruption injected during a data run it
 # names the device's link and only that, and perfquery --rcverr shows the
@@ -547,6 +548,19 @@ case $scenario in
       [ "$(field "$work/quiet" PortXmitData)" = 0 ] && [ "$(field "$work/quiet" PortRcvData)" = 0 ] ||
         { cat "$work/quiet" >&2; fail "port '$where' counted traffic that never crossed it"; }
     done
+    # Issue 20: per VL, the facing port received what the device sent on
+    # each VL (ib_write_bw's SL0, on VL0 by the device's SL2VL table), as
+    # its PortRcvDataSL says per SL; no other VL.
+    run facing-sl perfquery -S "$leaf_a" 1
+    run facing-vlpkts perfquery --vloppackets "$leaf_a" 1
+    run facing-vldata perfquery --vlopdata "$leaf_a" 1
+    expect "$work/facing-vlpkts" PortVLOpPackets0 "$(field "$work/facing" PortRcvPkts)"
+    expect "$work/facing-vldata" PortVLOpData0 "$(field "$work/facing-sl" RcvDataSL0)"
+    for vl in 1 2 3 4 5 6 7; do
+      expect "$work/facing-vlpkts" "PortVLOpPackets$vl" 0
+      expect "$work/facing-vldata" "PortVLOpData$vl" 0
+    done
+    echo "leaf-a port 1: PortVLOpPackets0 $(field "$work/facing-vlpkts" PortVLOpPackets0), PortVLOpData0 $(field "$work/facing-vldata" PortVLOpData0), RcvDataSL0 $(field "$work/facing-sl" RcvDataSL0)"
     # All ports of the switch (PortSelect 0xFF): the facing port's share.
     run all perfquery -x -a "$leaf_a"
     [ "$(field "$work/all" PortRcvData)" = "$(field "$work/facing" PortRcvData)" ] || { cat "$work/all" >&2; fail "-a is not the ports' sum"; }

@@ -62,13 +62,16 @@ ibv_wc_status UdpFabric::transmit(transport::SendSide& s, transport::SendWqe& w,
   size_t queued = 0;
   // PMA PortXmitDataSL: the requests' datagrams from the BTH to the ICRC,
   // as PortXmitData counts them, under the path's SL (the AH's for UD).
-  std::atomic<uint64_t>& sl_words = s.qp.notifier->port_counters().xmit_words_sl[ah.sl & 15];
+  shm::PortCounters& port_counters = s.qp.notifier->port_counters();
+  std::atomic<uint64_t>& sl_words = port_counters.xmit_words_sl[ah.sl & 15];
+  std::atomic<uint64_t>& sl_packets = port_counters.xmit_packets_sl[ah.sl & 15];
   auto flush = [&] {
     send_many(*ep, dst, {ready, queued}, ah.grh.traffic_class);
     s.qp.shared->counters.sent_packets.fetch_add(queued, std::memory_order_relaxed);
     uint64_t bytes = 0;
     for (size_t i = 0; i < queued; ++i) bytes += ready[i].size();
     sl_words.fetch_add(bytes / 4, std::memory_order_relaxed);
+    sl_packets.fetch_add(queued, std::memory_order_relaxed);
     queued = 0;
   };
   transport::RequestPackets packets(s, w, local, from_psn);

@@ -25,6 +25,7 @@ constexpr unsigned kLftBlock = 64;   // LIDs per LinearForwardingTable block
 constexpr unsigned kMftBlock = 32;   // MLIDs per MulticastForwardingTable block
 constexpr uint16_t kMulticastLidBase = 0xc000;
 constexpr uint32_t kIsSm = 1u << 1;
+constexpr uint32_t kIsSlMappingSupported = 1u << 6;
 constexpr uint32_t kIsExtendedSpeedsSupported = 1u << 14;
 constexpr uint8_t kPortDown = 1, kPortInit = 2, kPortArmed = 3, kPortActive = 4;
 constexpr uint8_t kPhysPolling = 2, kPhysDisabled = 3, kPhysLinkUp = 5;
@@ -441,8 +442,9 @@ PortView subnet_port_view(const Subnet& s, unsigned node, unsigned port, unsigne
   v.sm_sl = a.sm_sl;
   v.lmc = a.lmc;
   // A CA's port has the device port's capabilities but no SM; a switch's
-  // ports only their extended speeds (so tools read LinkSpeedExtActive).
-  v.cap_mask = n.is_switch() ? kIsExtendedSpeedsSupported : s.local.cap_mask & ~kIsSm;
+  // ports their extended speeds (so tools read LinkSpeedExtActive) and SL
+  // mapping (opensm sends a switch SL2VL tables only if port 0 has it).
+  v.cap_mask = n.is_switch() ? kIsExtendedSpeedsSupported | kIsSlMappingSupported : s.local.cap_mask & ~kIsSm;
   v.port_state = port_state(s, node, port);
   v.phys_state = link_up(s, node, port)      ? kPhysLinkUp
                  : st.ports[port].phys_disabled ? kPhysDisabled

@@ -13,7 +13,8 @@
 # included, runs in the foreground under `timeout`; nothing is left running.
 # sm-none: SOFTVERBS_SM=none without a topology. qos: the CAs' QoS tables
 # from the topology file's "# softverbs: qos_ca_*" lines, with no SM.
-# qos-switch: the switches' from its qos_sw0_*/qos_swe_* lines (and qos_*).
+# qos-switch: the switches' from its qos_sw0_*/qos_swe_* lines (and qos_*),
+# then opensm's (qos TRUE) by SMPs.
 # perfquery: after opensm, every node's PMA answers (src/mad/subnet_pma.cc);
 # ib_write_bw's traffic shows on the device's port and, mirrored, on the
 # facing switch port (per VL too), and nowhere else; -R/-r reset.
@@ -364,7 +365,7 @@ case $scenario in
     # out from the qos_* defaults (as opensm builds them; the CAs take the
     # defaults too), with no SM to send them. smpquery walks every input
     # port of an output port's SL2VL; after opensm -o (qos off: it sends no
-    # tables) the LID-routed queries read the same.
+    # tables) the LID-routed queries read the same; with qos TRUE opensm's.
     swe='| 3| 2| 1| 0| 3| 2| 1| 0| 3| 2| 1| 0| 3| 2| 1|15|'
     sw0='| 0| 1| 0| 1| 0| 1| 0| 1| 0| 1| 0| 1| 0| 1| 0| 1|'
     { printf '%s\n' '# softverbs: qos_max_vls 4' '# softverbs: qos_high_limit 3' \
@@ -413,6 +414,17 @@ case $scenario in
     run vlarb-lid smpquery vlarb "$leaf_b" 2
     vlarb_rows "$work/vlarb-lid" "$work/swe.want"
     echo "leaf-b (LID $leaf_b) port 1: $(grep -m1 'out  1:' "$work/sl2vl-lid")"
+    # opensm with qos TRUE sends the switches its qos_swe_* tables by SMPs
+    # (every input port of each output port), replacing the file's.
+    printf '%s\n' 'qos TRUE' 'qos_swe_max_vls 8' 'qos_swe_vlarb_low 0:9,1:9' \
+      'qos_swe_sl2vl 1,1,0,0,1,1,0,0,1,1,0,0,1,1,0,0' >"$work/opensm.conf"
+    rc=0
+    OSM_CACHE_DIR=$work timeout 60 opensm -o -F "$work/opensm.conf" -f "$work/opensm-qos.log" >"$work/opensm.out" 2>&1 || rc=$?
+    [ $rc -eq 0 ] || { tail -50 "$work/opensm-qos.log" >&2; fail "opensm -o -F exited $rc"; }
+    run sl2vl-sm smpquery sl2vl "$leaf_b" 1
+    sl2vl_rows "$work/sl2vl-sm" 1 '| 1| 1| 0| 0| 1| 1| 0| 0| 1| 1| 0| 0| 1| 1| 0| 0|'
+    run vlarb-sm smpquery vlarb "$leaf_b" 2
+    grep -q '^WEIGHT: |0x9 |0x9 |' "$work/vlarb-sm" || { cat "$work/vlarb-sm" >&2; fail "opensm's VLArb is not on leaf-b port 2"; }
     # A value out of range is refused with its line.
     { printf '%s\n' '# softverbs: qos_swe_high_limit 2' '# softverbs: qos_sw0_max_vls 16'; cat "$work/fabric.net"; } >"$work/bad.net"
     rc=0

@@ -26,7 +26,8 @@ struct AsyncRecord {
 
 class Context {
  public:
-  static Result<Context*> open(ibv_device* device);
+  // `ca`: which CA's port 1 the context's QPs sit behind (shm::SharedQp::ca).
+  static Result<Context*> open(ibv_device* device, uint8_t ca = 0);
   // ibv_import_device(3): a context sharing `cmd_fd`'s (taken over) file.
   static Result<Context*> import(ibv_device* device, int cmd_fd);
   static Context* from(ibv_context* c) {
@@ -38,6 +39,8 @@ class Context {
   ibv_context* ibv() { return &vctx_.context; }
   verbs_context* vctx() { return &vctx_; }
   Device& device() { return *device_; }
+  // 0: the device's own CA; k > 0: the topology's k-th other CA (issue 19).
+  uint8_t ca() const { return ca_; }
   // The file behind cmd_fd: the PD handles importable through it.
   ContextFile& file() { return *file_; }
 
@@ -53,6 +56,7 @@ class Context {
   Device* device_ = nullptr;
   int async_write_fd_ = -1;
   ContextFile* file_ = nullptr;  // owns cmd_fd
+  uint8_t ca_ = 0;  // constant after open
 };
 
 }  // namespace softverbs::verbs

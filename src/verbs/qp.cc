@@ -214,6 +214,7 @@ Result<Qp*> Qp::create(Context* ctx, ibv_qp_init_attr_ex* a) {
   s.qp_type = static_cast<uint8_t>(a->qp_type);
   s.state.store(IBV_QPS_RESET);
   s.port_num = 1;
+  s.ca = ctx->ca();
   s.path_mtu = IBV_MTU_4096;
   s.pd_id = qp->pd_ != nullptr ? qp->pd_->id : 0;
   s.recv_cq = qp->recv_cq_ != nullptr ? qp->recv_cq_->slot() : 0;

@@ -86,14 +86,35 @@ struct Target {
   uint32_t slot = 0;
   shm::OwnerId owner;
   bool local = false;  // our own process
+  // Carried by the subnet (another CA's QP at either end: fabric::SubnetRoute),
+  // whose answer gives the sender's addresses.
+  bool subnet = false;
+  SubnetSource source;
 };
+
+// A request between QPs of which at least one is another CA's (issue 19):
+// the subnet decides, on the management plane's slow path.
+[[gnu::noinline, gnu::cold]] const char* route_in_subnet(const shm::Segment& seg, const transport::SendSide& s,
+                                                         const ibv_ah_attr& ah, uint8_t to_ca, Target* out) {
+  const SubnetRoute carries = subnet_route();
+  if (carries == nullptr || ah.port_num != 1) return "destination not on this host";
+  if (!carries(seg, s.qp.shared->ca, ah, to_ca, &out->source)) return "the subnet does not carry it there";
+  out->subnet = true;
+  return nullptr;
+}
 
 [[gnu::always_inline]] inline const char* route(shm::Segment& seg, const transport::SendSide& s, const ibv_ah_attr& ah, uint32_t dest_qpn,
                   Target* out) {
-  if (!reaches_host(seg, ah)) return "destination not on this host";
   const int slot = transport::qp_slot_of(seg, dest_qpn);
-  if (slot < 0) return "no such QP";
+  if (slot < 0) return reaches_host(seg, ah) ? "no such QP" : "destination not on this host";
   out->slot = static_cast<uint32_t>(slot);
+  // Both QPs behind the device's own port (always so without a topology):
+  // the port's own address reaches the target.
+  if ((s.qp.shared->ca | seg.qp(out->slot).ca) != 0) [[unlikely]] {
+    if (const char* why = route_in_subnet(seg, s, ah, seg.qp(out->slot).ca, out)) return why;
+  } else if (!reaches_host(seg, ah)) {
+    return "destination not on this host";
+  }
   // IBA 9.6.1.4: a packet of another transport than the QP's is not for it
   // (the UDP link drops it on receipt): XRC reaches XRC_RECV QPs only.
   if ((s.qp.qp_type == IBV_QPT_XRC_SEND) != (seg.qp(out->slot).qp_type == IBV_QPT_XRC_RECV))
@@ -287,7 +308,8 @@ ibv_wc_status HostFabric::transmit(transport::SendSide& s, transport::SendWqe& w
     if (s.qp.qp_type == IBV_QPT_RC) report(s, w, op->kind, resp, seg.qp(placed.slot).resp.epsn);
     return IBV_WC_SUCCESS;
   }
-  if (!port_active(seg)) [[unlikely]]
+  // Another CA's port is the subnet's to check (route_in_subnet).
+  if (!port_active(seg) && s.qp.shared->ca == 0) [[unlikely]]
     return discard_at_port(s);
   McastKey mcast;
   const bool multicast = ud && multicast_key(ah, dest_qpn, &mcast);
@@ -312,6 +334,8 @@ ibv_wc_status HostFabric::transmit(transport::SendSide& s, transport::SendWqe& w
   req.dest_qpn = dest_qpn;
   req.src_qpn = ud && s.qp.wire_src_qpn != 0 ? s.qp.wire_src_qpn : s.qp.qpn;
   req.slid = seg.header().lid;
+  if (target.subnet) [[unlikely]]
+    req.slid = target.source.lid;
   req.imm = w.imm_data;
   req.has_inv = op->has_inv;
   req.inv_rkey = w.imm_data;
@@ -327,6 +351,7 @@ ibv_wc_status HostFabric::transmit(transport::SendSide& s, transport::SendWqe& w
     if (req.with_grh) {
       wire::UdGrhFields f;
       f.sgid = own_gid(seg, ah.grh.sgid_index);
+      if (target.subnet) std::memcpy(f.sgid.data() + 8, target.source.port_guid, 8);
       std::memcpy(f.dgid.data(), ah.grh.dgid.raw, 16);
       f.traffic_class = ah.grh.traffic_class;
       f.flow_label = ah.grh.flow_label;
@@ -451,7 +476,7 @@ uint32_t HostFabric::place_at_post(transport::SendSide& s, const ibv_send_wr& wr
   req.packets = transport::message_packets(length, s.conn.mtu);
   req.dest_qpn = s.conn.dest_qpn;
   req.src_qpn = s.qp.qpn;
-  req.slid = seg.header().lid;
+  req.slid = target.subnet ? target.source.lid : seg.header().lid;
   req.dma_length = static_cast<uint32_t>(length);
   req.payload = {iov, count, length};
   if (send) {

@@ -46,9 +46,9 @@ const PortSetup& port();
 // (the sender's port ACTIVE, across up links and the switches' forwarding
 // tables as an SM programmed them, every port crossed ACTIVE) to port 1 of
 // CA `to_ca`. `*source` gets the sender's port's addresses.
-struct SubnetSource {
-  uint16_t lid = 0;
-  uint8_t port_guid[8] = {};  // network order, as a GID's interface ID
+struct SubnetSource {  // filled by the route, read only once it said yes
+  uint16_t lid;
+  uint8_t port_guid[8];  // network order, as a GID's interface ID
 };
 using SubnetRoute = bool (*)(const shm::Segment& seg, uint8_t from_ca, const ibv_ah_attr& ah, uint8_t to_ca,
                              SubnetSource* source);

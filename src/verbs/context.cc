@@ -8,11 +8,7 @@
 
 namespace softverbs::verbs {
 
-Result<Context*> Context::open(ibv_device* device, uint8_t ca) {
-  Result<Context*> ctx = make(device, -1);
-  if (ctx.is_ok()) ctx.value()->ca_ = ca;
-  return ctx;
-}
+Result<Context*> Context::open(ibv_device* device) { return make(device, -1); }
 
 Result<Context*> Context::import(ibv_device* device, int cmd_fd) { return make(device, cmd_fd); }
 

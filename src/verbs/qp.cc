@@ -238,6 +238,8 @@ Result<Qp*> Qp::create(Context* ctx, ibv_qp_init_attr_ex* a) {
   c.qpn = s.qpn;
   c.wire_src_qpn = gsi_agent ? 1 : 0;
   c.qp_type = s.qp_type;
+  c.ca = s.ca;
+  c.subnet = ctx->in_subnet();
   c.pd_id = s.pd_id;
   c.send_cq = s.send_cq;
   c.sig_all = s.sq_sig_all;

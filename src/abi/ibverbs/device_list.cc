@@ -130,8 +130,9 @@ SV_EXPORT ibv_context* ibv_open_device(ibv_device* device) {
   softverbs::Result<Device*> dev = Device::get();
   if (index < 0 || !dev.is_ok() || static_cast<unsigned>(index) >= device_count(dev.value()->seg()))
     return softverbs::abi::fail<ibv_context>(EINVAL);
-  softverbs::Result<Context*> ctx = Context::open(device, static_cast<uint8_t>(index));
+  softverbs::Result<Context*> ctx = Context::open(device);
   if (!ctx.is_ok()) return softverbs::abi::fail<ibv_context>(ctx.code());
+  ctx.value()->place(static_cast<uint8_t>(index), softverbs::mad::loaded_subnet_of(dev.value()->seg()) != nullptr);
   softverbs::abi::fill_context_ops(ctx.value()->vctx());
   return ctx.value()->ibv();
 }
@@ -148,6 +149,7 @@ SV_EXPORT ibv_context* ibv_import_device(int cmd_fd) {
   if (cmd_fd < 0 || !Device::get().is_ok()) return softverbs::abi::fail<ibv_context>(EINVAL);
   softverbs::Result<Context*> ctx = Context::import(soft_device(), cmd_fd);
   if (!ctx.is_ok()) return softverbs::abi::fail<ibv_context>(ctx.code());
+  ctx.value()->place(0, softverbs::mad::loaded_subnet_of(ctx.value()->device().seg()) != nullptr);
   softverbs::abi::fill_context_ops(ctx.value()->vctx());
   return ctx.value()->ibv();
 }

@@ -87,38 +87,37 @@ struct Target {
   shm::OwnerId owner;
   bool local = false;  // our own process
   // Carried by the subnet (another CA's QP at either end: fabric::SubnetRoute),
-  // whose answer gives the sender's addresses.
-  bool subnet = false;
+  // whose answer gives the sender's addresses. Set by route() only with a
+  // topology (QpConsts::subnet): its caller starts it false.
+  bool subnet;
   SubnetSource source;
 };
 
-// A request between QPs of which at least one is another CA's (issue 19):
-// the subnet decides, on the management plane's slow path.
-[[gnu::noinline, gnu::cold]] const char* route_in_subnet(const shm::Segment& seg, const transport::SendSide& s,
-                                                         const ibv_ah_attr& ah, uint8_t to_ca, Target* out) {
+// With a topology (issue 19): between two QPs of the device's own CA as
+// without one; with another CA's at either end the subnet decides, on the
+// management plane's slow path, so such a request is never placed at post.
+[[gnu::noinline]] const char* route_in_subnet(const shm::Segment& seg, const transport::SendSide& s,
+                                              const ibv_ah_attr& ah, bool at_post, Target* out) {
+  const uint8_t to_ca = seg.qp(out->slot).ca;
+  if ((s.qp.ca | to_ca) == 0) return reaches_host(seg, ah) ? nullptr : "destination not on this host";
+  if (at_post) return "left to transmit: the subnet decides";
   const SubnetRoute carries = subnet_route();
   if (carries == nullptr || ah.port_num != 1) return "destination not on this host";
-  if (!carries(seg, s.qp.shared->ca, ah, to_ca, &out->source)) return "the subnet does not carry it there";
+  if (!carries(seg, s.qp.ca, ah, to_ca, &out->source)) return "the subnet does not carry it there";
   out->subnet = true;
   return nullptr;
 }
 
 [[gnu::always_inline]] inline const char* route(shm::Segment& seg, const transport::SendSide& s, const ibv_ah_attr& ah, uint32_t dest_qpn,
-                  Target* out) {
+                  bool at_post, Target* out) {
   const int slot = transport::qp_slot_of(seg, dest_qpn);
   if (slot < 0) return reaches_host(seg, ah) ? "no such QP" : "destination not on this host";
   out->slot = static_cast<uint32_t>(slot);
-  // Both QPs behind the device's own port (always so without a topology):
-  // the port's own address reaches the target.
-  if ((s.qp.shared->ca | seg.qp(out->slot).ca) != 0) [[unlikely]] {
-    if (const char* why = route_in_subnet(seg, s, ah, seg.qp(out->slot).ca, out)) return why;
+  if (s.qp.subnet) [[unlikely]] {
+    if (const char* why = route_in_subnet(seg, s, ah, at_post, out)) return why;
   } else if (!reaches_host(seg, ah)) {
     return "destination not on this host";
   }
-  // IBA 9.6.1.4: a packet of another transport than the QP's is not for it
-  // (the UDP link drops it on receipt): XRC reaches XRC_RECV QPs only.
-  if ((s.qp.qp_type == IBV_QPT_XRC_SEND) != (seg.qp(out->slot).qp_type == IBV_QPT_XRC_RECV))
-    return "another transport's QP";
   out->owner = seg.qp(out->slot).owner;
   out->local = out->owner == s.qp.self;
   if (!out->local && !shm::process_alive(seg, out->owner)) return "the QP's process is gone";
@@ -309,14 +308,15 @@ ibv_wc_status HostFabric::transmit(transport::SendSide& s, transport::SendWqe& w
     return IBV_WC_SUCCESS;
   }
   // Another CA's port is the subnet's to check (route_in_subnet).
-  if (!port_active(seg) && s.qp.shared->ca == 0) [[unlikely]]
+  if (!port_active(seg) && s.qp.ca == 0) [[unlikely]]
     return discard_at_port(s);
   McastKey mcast;
   const bool multicast = ud && multicast_key(ah, dest_qpn, &mcast);
   Target target;
+  target.subnet = false;
   if (multicast) {
     // Its QPs are found at delivery.
-  } else if (const char* why = route(seg, s, ah, dest_qpn, &target)) {
+  } else if (const char* why = route(seg, s, ah, dest_qpn, false, &target)) {
     SV_LOG_RATELIMITED(kDebug, "QP %#x to QP %#x: %s", s.qp.qpn, dest_qpn, why);
     return IBV_WC_SUCCESS;  // lost on the way: the requester's timer decides
   }
@@ -450,7 +450,7 @@ uint32_t HostFabric::place_at_post(transport::SendSide& s, const ibv_send_wr& wr
   if (!port_active(seg)) [[unlikely]]
     return 0;  // transmit discards it
   Target target;
-  if (route(seg, s, s.conn.ah, s.conn.dest_qpn, &target) != nullptr) return 0;
+  if (route(seg, s, s.conn.ah, s.conn.dest_qpn, true, &target) != nullptr) return 0;
   iovec iov[kMaxInlineSges];
   uint32_t count = 0;
   if (is_inline) {
@@ -476,7 +476,7 @@ uint32_t HostFabric::place_at_post(transport::SendSide& s, const ibv_send_wr& wr
   req.packets = transport::message_packets(length, s.conn.mtu);
   req.dest_qpn = s.conn.dest_qpn;
   req.src_qpn = s.qp.qpn;
-  req.slid = target.subnet ? target.source.lid : seg.header().lid;
+  req.slid = seg.header().lid;
   req.dma_length = static_cast<uint32_t>(length);
   req.payload = {iov, count, length};
   if (send) {

@@ -876,7 +876,8 @@ case $scenario in
     # forwarding tables empty; the LIDs ibportstate gives them, as
     # ibv_rc_pingpong refuses LID 0) Debian's ibv_rc_pingpong between
     # softverbs1 and softverbs2 ends in a retry-exceeded error; after
-    # opensm -o it passes, by LID and by GID; once ibportstate disables the
+    # opensm -o it passes, by LID and by GID (and ibv_ud_pingpong with a
+    # GRH); once ibportstate disables the
     # leaf-a port ibtracert shows on their route it fails again, while
     # softverbs0 and softverbs1 (both on leaf-a) still pass. Each server is
     # killed by PID.
@@ -889,11 +890,11 @@ case $scenario in
       local name=$1 sdev=$2 cdev=$3 port rc=0
       shift 3
       port=$(free_tcp_port 19300)
-      timeout 30 ibv_rc_pingpong -d "$sdev" -p "$port" -n 5 "$@" >"$work/$name.server" 2>&1 &
+      timeout 30 "${pp_tool:-ibv_rc_pingpong}" -d "$sdev" -p "$port" -n 5 "$@" >"$work/$name.server" 2>&1 &
       server=$!
       for _ in $(seq 50); do
         rc=0
-        timeout 30 ibv_rc_pingpong -d "$cdev" -p "$port" -n 5 "$@" localhost >"$work/$name.client" 2>&1 || rc=$?
+        timeout 30 "${pp_tool:-ibv_rc_pingpong}" -d "$cdev" -p "$port" -n 5 "$@" localhost >"$work/$name.client" 2>&1 || rc=$?
         grep -q "Couldn't connect" "$work/$name.client" || break
         sleep 0.1
       done
@@ -942,6 +943,7 @@ case $scenario in
     must_pass pp1 softverbs1 softverbs2
     must_pass pp1g softverbs1 softverbs2 -g 0
     must_pass pp1d softverbs0 softverbs2
+    pp_tool=ibv_ud_pingpong must_pass pp1u softverbs1 softverbs2 -g 0
     # The leaf-a port their route leaves by: ibtracert's line after the one
     # that reaches leaf-a starts with it ("[7] -> switch port ... leaf-b").
     run tr ibtracert "$lid1" "$lid2"

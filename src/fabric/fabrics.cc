@@ -1,5 +1,7 @@
 #include "fabric/fabrics.h"
 
+#include <atomic>
+
 #include "fabric/host/bounce_server.h"
 #include "fabric/host/host_fabric.h"
 #include "fabric/host/mr_backing.h"
@@ -28,6 +30,13 @@ void configure(const PortSetup& port) {
 }
 
 const PortSetup& port() { return g_port; }
+
+namespace {
+std::atomic<SubnetRoute> g_subnet_route{nullptr};
+}  // namespace
+
+void set_subnet_route(SubnetRoute route) { g_subnet_route.store(route, std::memory_order_release); }
+SubnetRoute subnet_route() { return g_subnet_route.load(std::memory_order_acquire); }
 
 Result<transport::Link*> link_for(DeviceHost& device, const ibv_ah_attr& ah, uint8_t qp_type) {
   const PortSetup& config = port();

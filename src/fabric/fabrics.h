@@ -37,6 +37,26 @@ struct PortSetup {
 void configure(const PortSetup& port);
 const PortSetup& port();
 
+// With SOFTVERBS_TOPOLOGY the segment's QPs sit behind the ports of several
+// CAs (issue 19: shm::SharedQp::ca). The host link carries a request
+// between two QPs of the device's own CA itself; any other it hands to
+// this, the management plane's answer (it knows the subnet, which the
+// fabrics must not), on a slow path that may take the subnet's lock:
+// whether the subnet carries a packet from port 1 of CA `from_ca` to `ah`
+// (the sender's port ACTIVE, across up links and the switches' forwarding
+// tables as an SM programmed them, every port crossed ACTIVE) to port 1 of
+// CA `to_ca`. `*source` gets the sender's port's addresses.
+struct SubnetSource {  // filled by the route, read only once it said yes
+  uint16_t lid;
+  uint8_t port_guid[8];  // network order, as a GID's interface ID
+};
+using SubnetRoute = bool (*)(const shm::Segment& seg, uint8_t from_ca, const ibv_ah_attr& ah, uint8_t to_ca,
+                             SubnetSource* source);
+// Set where the device is opened with a topology (any call wins; the same
+// function every time). Unset, a request that needs it is lost.
+void set_subnet_route(SubnetRoute route);
+SubnetRoute subnet_route();
+
 // The link that reaches `ah` from a QP of type `qp_type`, chosen at RTR: the
 // host link for QPs of this host's device, the UDP link (started on first
 // use) for other hosts. A UD QP has no address of its own: on a RoCE port it

@@ -126,6 +126,11 @@ Disposition answer_pma_in_subnet(const shm::Segment& seg, const LoadedSubnet& l,
 
 }  // namespace
 
+const Subnet* loaded_subnet_of(const shm::Segment& seg) {
+  const LoadedSubnet& l = loaded_subnet(seg);
+  return l.state != nullptr ? &l.subnet : nullptr;
+}
+
 Disposition answer_remote_gmp(const shm::Segment& seg, const uint8_t* in, size_t len, uint16_t dlid, uint8_t* out) {
   if (in == nullptr || len < kMadBytes || MgmtClass::get(in) != static_cast<uint8_t>(MgmtClassId::kPerfMgmt))
     return Disposition::kDrop;

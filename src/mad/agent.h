@@ -44,6 +44,12 @@ Disposition answer_remote_gmp(const shm::Segment& seg, const uint8_t* in, size_t
 // Called where a process attaches: the verbs device and libibumad.
 void claim_boot_qos(const shm::Segment& seg);
 
+struct Subnet;
+// SOFTVERBS_TOPOLOGY's subnet as this process loaded it (once, for the
+// process's life); nullptr without one or when it could not be used. Its
+// `local` view is empty: take port_view(seg) under the subnet's lock.
+const Subnet* loaded_subnet_of(const shm::Segment& seg);
+
 // Whether SOFTVERBS_TOPOLOGY names a file that could not be used (its
 // error already logged): the device then refuses management access.
 bool topology_failed();

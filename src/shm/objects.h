@@ -253,6 +253,11 @@ struct alignas(64) SharedQp {
   // path's; a UD QP's last send's. Its owner folds the share before changing it.
   std::atomic<uint8_t> sl;
   uint8_t traffic_class;             // the path's GRH traffic class: RoCE responses carry it (DSCP/ECN)
+  // The CA whose port 1 the QP sits behind (issue 19): 0 the device's own,
+  // k > 0 the topology's k-th other CA (softverbsk). The host link carries
+  // a request between two QPs of CA 0 on its fast path, anything else only
+  // where the subnet's links and forwarding tables do.
+  uint8_t ca;
   std::atomic<uint32_t> access_flags;  // qp_access_flags
   uint32_t pd_id;
   uint32_t dest_qpn;

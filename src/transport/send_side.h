@@ -38,6 +38,8 @@ struct QpConsts {
   uint32_t qpn = 0;
   uint32_t wire_src_qpn = 0;  // UD: the datagrams' source QP when not `qpn` (1: the GSI agent)
   uint8_t qp_type = IBV_QPT_RC;
+  uint8_t ca = 0;        // shm::SharedQp::ca: whose port the QP sits behind
+  bool subnet = false;   // the device has a topology: a peer may be another CA's
   uint32_t pd_id = 0;
   uint32_t send_cq = 0;  // CQ slot
   bool sig_all = false;

@@ -38,6 +38,17 @@ class Context {
   ibv_context* ibv() { return &vctx_.context; }
   verbs_context* vctx() { return &vctx_; }
   Device& device() { return *device_; }
+  // 0: the device's own CA; k > 0: the topology's k-th other CA (issue 19).
+  uint8_t ca() const { return ca_; }
+  // Whether the device has a topology, so that its QPs' peers may sit
+  // behind other CAs' ports.
+  bool in_subnet() const { return subnet_; }
+  // Right after open or import, before any QP: which CA's port 1 the
+  // context's QPs sit behind (shm::SharedQp::ca).
+  void place(uint8_t ca, bool subnet) {
+    ca_ = ca;
+    subnet_ = subnet;
+  }
   // The file behind cmd_fd: the PD handles importable through it.
   ContextFile& file() { return *file_; }
 
@@ -53,6 +64,8 @@ class Context {
   Device* device_ = nullptr;
   int async_write_fd_ = -1;
   ContextFile* file_ = nullptr;  // owns cmd_fd
+  uint8_t ca_ = 0;  // constant after place()
+  bool subnet_ = false;
 };
 
 }  // namespace softverbs::verbs

@@ -65,7 +65,10 @@ void Device::remove_context(Context* ctx) {
 bool Device::deliver_port_events() {
   return port_events_.read(*seg_, [this](ibv_event_type type) {
     std::lock_guard lock(contexts_mu_);
-    for (Context* ctx : contexts_) ctx->raise_async(type, AsyncObject::kPort, reinterpret_cast<void*>(intptr_t{1}));
+    // The events are the device's own port's: another CA's contexts (issue
+    // 19) have a port of their own, whose changes raise nothing yet.
+    for (Context* ctx : contexts_)
+      if (ctx->ca() == 0) ctx->raise_async(type, AsyncObject::kPort, reinterpret_cast<void*>(intptr_t{1}));
   });
 }
 

@@ -214,6 +214,7 @@ Result<Qp*> Qp::create(Context* ctx, ibv_qp_init_attr_ex* a) {
   s.qp_type = static_cast<uint8_t>(a->qp_type);
   s.state.store(IBV_QPS_RESET);
   s.port_num = 1;
+  s.ca = ctx->ca();
   s.path_mtu = IBV_MTU_4096;
   s.pd_id = qp->pd_ != nullptr ? qp->pd_->id : 0;
   s.recv_cq = qp->recv_cq_ != nullptr ? qp->recv_cq_->slot() : 0;
@@ -237,6 +238,8 @@ Result<Qp*> Qp::create(Context* ctx, ibv_qp_init_attr_ex* a) {
   c.qpn = s.qpn;
   c.wire_src_qpn = gsi_agent ? 1 : 0;
   c.qp_type = s.qp_type;
+  c.ca = s.ca;
+  c.subnet = ctx->in_subnet();
   c.pd_id = s.pd_id;
   c.send_cq = s.send_cq;
   c.sig_all = s.sq_sig_all;

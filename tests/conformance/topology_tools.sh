@@ -42,6 +42,9 @@
 # disabling a switch port makes the switch send trap 128 (IBA 14.2.5.1) to
 # opensm, which logs it from the switch's LID and re-sweeps because of it;
 # iblinkinfo then shows the link down; enabling it again brings it back.
+# multi-ca: the topology's other CAs as devices softverbs1..3, and
+# ibv_rc_pingpong between two of them following the routes opensm
+# programmed (failing before it, and across a disabled switch port).
 set -euo pipefail
 lib=$1
 scenario=$2
@@ -465,7 +468,7 @@ case $scenario in
       wait "$spid" 2>/dev/null || true
       return $rc
     }
-    run dev0 ibv_devinfo  # libibverbs builds the sysfs tree
+    run dev0 ibv_devinfo -d softverbs0  # libibverbs builds the sysfs tree
     run ibstat0 ibstat softverbs0 1
     grep -q 'State: Initializing' "$work/ibstat0" && grep -q 'Base lid: 0$' "$work/ibstat0" ||
       { cat "$work/ibstat0" >&2; fail "ibstat: not INIT with LID 0 before opensm"; }
@@ -485,7 +488,7 @@ case $scenario in
     run xmtdisc0 perfquery --xmtdisc
     expect "$work/xmtdisc0" PortInactiveDiscards "$(field "$work/pc0" PortXmitDiscards)"
     sm_sweep
-    run dev1 ibv_devinfo
+    run dev1 ibv_devinfo -d softverbs0
     lid=$(awk '$1 == "port_lid:" { print $2 }' "$work/dev1")
     grep -q 'PORT_ACTIVE' "$work/dev1" && [ "${lid:-0}" -gt 0 ] || { cat "$work/dev1" >&2; fail "opensm left the port down"; }
     run ibstat1 ibstat softverbs0 1
@@ -864,6 +867,96 @@ case $scenario in
       sleep 0.2
     done
     grep -q 'Active/ *LinkUp' "$work/leafb1" || { cat "$work/links" >&2; fail "iblinkinfo: leaf-b port 1 did not come back Active"; }
+    ;;
+  multi-ca)
+    # The topology's other CAs are devices (src/mad/ca_devices.h: softverbs1
+    # host-1 on leaf-a, softverbs2 host-2 on leaf-b, softverbs3 host-3,
+    # whose port 1 has no link), and data between them goes only where the
+    # subnet carries it (src/mad/data_route.h). Before opensm (ports INIT,
+    # forwarding tables empty; the LIDs ibportstate gives them, as
+    # ibv_rc_pingpong refuses LID 0) Debian's ibv_rc_pingpong between
+    # softverbs1 and softverbs2 ends in a retry-exceeded error; after
+    # opensm -o it passes, by LID and by GID (and ibv_ud_pingpong with a
+    # GRH); once ibportstate disables the
+    # leaf-a port ibtracert shows on their route it fails again, while
+    # softverbs0 and softverbs1 (both on leaf-a) still pass. Each server is
+    # killed by PID.
+    command -v ibv_rc_pingpong >/dev/null && command -v ibv_devices >/dev/null ||
+      { echo "SKIP: ibverbs-utils is not installed"; exit 77; }
+    command -v ibportstate >/dev/null && command -v ibtracert >/dev/null ||
+      { echo "SKIP: infiniband-diags is not installed"; exit 77; }
+    . "$(dirname "$0")/ports.sh"
+    pingpong_ca() {  # NAME SERVER_DEVICE CLIENT_DEVICE [ARGS...]: the client's exit status
+      local name=$1 sdev=$2 cdev=$3 port rc=0
+      shift 3
+      port=$(free_tcp_port 19300)
+      timeout 30 "${pp_tool:-ibv_rc_pingpong}" -d "$sdev" -p "$port" -n 5 "$@" >"$work/$name.server" 2>&1 &
+      server=$!
+      for _ in $(seq 50); do
+        rc=0
+        timeout 30 "${pp_tool:-ibv_rc_pingpong}" -d "$cdev" -p "$port" -n 5 "$@" localhost >"$work/$name.client" 2>&1 || rc=$?
+        grep -q "Couldn't connect" "$work/$name.client" || break
+        sleep 0.1
+      done
+      kill "$server" 2>/dev/null || true
+      wait "$server" 2>/dev/null || true
+      server=
+      return $rc
+    }
+    # must_fail NAME SERVER CLIENT: the client's requests are lost on the
+    # way, so retry-exceeded within 10 s.
+    must_fail() {
+      local start elapsed_ms
+      start=$(date +%s%N)
+      ! pingpong_ca "$@" || { cat "$work/$1.client" >&2; fail "$1: ibv_rc_pingpong $2 <- $3 passed"; }
+      elapsed_ms=$(( ($(date +%s%N) - start) / 1000000 ))
+      grep -qi 'retry.*exceeded\|RETRY_EXC' "$work/$1.client" || { cat "$work/$1.client" >&2; fail "$1: no retry-exceeded error"; }
+      [ "$elapsed_ms" -lt 10000 ] || fail "$1: took ${elapsed_ms} ms to fail"
+      echo "$1 ($2 <- $3): $(grep -m1 -i 'retry' "$work/$1.client") (${elapsed_ms} ms)"
+    }
+    must_pass() {
+      pingpong_ca "$@" || { cat "$work/$1.client" "$work/$1.server" >&2; fail "$1: ibv_rc_pingpong $2 <- $3 failed"; }
+      echo "$1 ($2 <- $3 ${*:4}): $(tail -n 1 "$work/$1.client")"
+    }
+    run devs ibv_devices
+    for d in softverbs0 softverbs1 softverbs2 softverbs3; do
+      grep -q "^[[:space:]]*$d[[:space:]]" "$work/devs" || { cat "$work/devs" >&2; fail "ibv_devices does not list $d"; }
+    done
+    [ "$(grep -c 'softverbs' "$work/devs")" = 4 ] || { cat "$work/devs" >&2; fail "ibv_devices: not 4 devices"; }
+    grep -q 'softverbs2[[:space:]]*0011750000000300' "$work/devs" || { cat "$work/devs" >&2; fail "softverbs2 is not host-2"; }
+    run di0 ibv_devinfo -d softverbs2
+    grep -q 'PORT_INIT' "$work/di0" && grep -q 'port_lid:[[:space:]]*0$' "$work/di0" ||
+      { cat "$work/di0" >&2; fail "softverbs2 is not INIT with LID 0 before opensm"; }
+    run di3 ibv_devinfo -d softverbs3
+    grep -q 'PORT_DOWN' "$work/di3" || { cat "$work/di3" >&2; fail "softverbs3 (port 1 unlinked) is not DOWN"; }
+    run setlid1 ibportstate -D 0,1,2 1 lid 20
+    run setlid2 ibportstate -D 0,1,7,1 1 lid 21
+    must_fail pp0 softverbs1 softverbs2
+    sm_sweep
+    run net ibnetdiscover
+    lid1=$(lid_of host-1)
+    lid2=$(lid_of host-2)
+    [ "${lid1:-0}" -gt 0 ] && [ "${lid2:-0}" -gt 0 ] || { cat "$work/net" >&2; fail "opensm gave host-1/host-2 no LID"; }
+    run di1 ibv_devinfo -d softverbs2
+    grep -q 'PORT_ACTIVE' "$work/di1" && grep -q "port_lid:[[:space:]]*$lid2\$" "$work/di1" ||
+      { cat "$work/di1" >&2; fail "softverbs2 is not ACTIVE with LID $lid2"; }
+    must_pass pp1 softverbs1 softverbs2
+    must_pass pp1g softverbs1 softverbs2 -g 0
+    must_pass pp1d softverbs0 softverbs2
+    pp_tool=ibv_ud_pingpong must_pass pp1u softverbs1 softverbs2 -g 0
+    # The leaf-a port their route leaves by: ibtracert's line after the one
+    # that reaches leaf-a starts with it ("[7] -> switch port ... leaf-b").
+    run tr ibtracert "$lid1" "$lid2"
+    cat "$work/tr"
+    hop=$(awk 'at_a && match($0, /^\[[0-9]+\]/) { print substr($0, 2, RLENGTH - 2); exit } { at_a = /"leaf-a"/ }' "$work/tr")
+    leafa=$(lid_of leaf-a)
+    [ "${hop:-0}" -ge 7 ] && [ -n "$leafa" ] || fail "ibtracert: no hop from leaf-a to leaf-b"
+    run disable ibportstate "$leafa" "$hop" disable
+    # softverbs1 the client: its first SEND takes the route ibtracert showed
+    # (the way back may take the other link, and a pingpong client waits
+    # for its answers without a timer of its own).
+    must_fail pp2 softverbs2 softverbs1
+    must_pass pp3 softverbs0 softverbs1
     ;;
   *) fail "unknown scenario" ;;
 esac

@@ -1,13 +1,21 @@
 // Device enumeration and opening: ibv_get_device_list & co, ibv_open_device.
+#include <endian.h>
+
+#include <algorithm>
 #include <cstdio>
 #include <cstdlib>
 #include <cstring>
 #include <mutex>
+#include <string>
 
 #include "abi/ibverbs/abi.h"
 #include "abi/ibverbs/sysfs_tree.h"
+#include "fabric/fabrics.h"
 #include "mad/agent.h"
+#include "mad/ca_devices.h"
+#include "mad/port_view.h"
 #include "mad/qos_config_file.h"
+#include "shm/subnet_state.h"
 #include "verbs/context.h"
 #include "verbs/device.h"
 #include "verbs/device_attrs.h"
@@ -18,42 +26,79 @@ using softverbs::verbs::Device;
 
 namespace {
 
-ibv_device* soft_device() {
-  static ibv_device dev = [] {
-    ibv_device d{};
-    d.node_type = IBV_NODE_CA;
-    d.transport_type = IBV_TRANSPORT_IB;
+// Device 0 is the device's own CA; with SOFTVERBS_TOPOLOGY, 1.. are the
+// topology's other CAs (mad/ca_devices.h), named on from device 0's name.
+constexpr unsigned kMaxDevices = softverbs::shm::kSubnetMaxNodes;
+
+ibv_device* device_at(unsigned index) {
+  static ibv_device devs[kMaxDevices];
+  static std::once_flag once;
+  std::call_once(once, [] {
     const std::string& name = softverbs::verbs::port_config().device_name;
-    std::strncpy(d.name, name.c_str(), sizeof d.name - 1);
-    std::snprintf(d.dev_name, sizeof d.dev_name, "uverbs_%s", name.c_str());
-    // The device's own sysfs tree (sysfs_tree.h) holds these directories.
+    // "softverbs0" -> "softverbs", so that device k is "softverbs<k>".
+    std::string stem = name;
+    while (!stem.empty() && stem.back() >= '0' && stem.back() <= '9') stem.pop_back();
     const char* root = ibv_get_sysfs_path();
-    std::snprintf(d.dev_path, sizeof d.dev_path, "%s/class/infiniband_verbs/uverbs_%s", root, name.c_str());
-    std::snprintf(d.ibdev_path, sizeof d.ibdev_path, "%s/class/infiniband/%s", root, name.c_str());
-    return d;
-  }();
-  return &dev;
+    for (unsigned i = 0; i < kMaxDevices; ++i) {
+      ibv_device& d = devs[i];
+      d.node_type = IBV_NODE_CA;
+      d.transport_type = IBV_TRANSPORT_IB;
+      const std::string n = i == 0 ? name : stem + std::to_string(i);
+      std::strncpy(d.name, n.c_str(), sizeof d.name - 1);
+      std::snprintf(d.dev_name, sizeof d.dev_name, "uverbs_%s", n.c_str());
+      // The device's own sysfs tree (sysfs_tree.h) holds device 0's directories.
+      std::snprintf(d.dev_path, sizeof d.dev_path, "%s/class/infiniband_verbs/uverbs_%s", root, n.c_str());
+      std::snprintf(d.ibdev_path, sizeof d.ibdev_path, "%s/class/infiniband/%s", root, n.c_str());
+    }
+  });
+  return &devs[index];
 }
 
-bool is_ours(const ibv_device* d) { return d == soft_device(); }
+ibv_device* soft_device() { return device_at(0); }
+
+// The device's index, or -1 when `d` is not one of ours.
+int index_of(const ibv_device* d) {
+  const ibv_device* first = device_at(0);
+  if (d < first || d >= first + kMaxDevices) return -1;
+  return static_cast<int>(d - first);
+}
+
+// The host link's question about a request to or from another CA
+// (fabric::SubnetRoute), answered by the subnet's data path.
+bool subnet_carries(const softverbs::shm::Segment& seg, uint8_t from, const ibv_ah_attr& ah, uint8_t to,
+                    softverbs::fabric::SubnetSource* source) {
+  uint64_t guid = 0;
+  const bool carried = softverbs::mad::ca_device_carries(seg, from, ah.dlid, ah.is_global ? ah.grh.dgid.raw + 8 : nullptr,
+                                                          to, &source->lid, &guid);
+  const uint64_t be = htobe64(guid);
+  std::memcpy(source->port_guid, &be, sizeof be);
+  return carried;
+}
+
+// How many devices the process lists: 1, or with a topology 1 + its other CAs.
+unsigned device_count(const softverbs::shm::Segment& seg) {
+  if (softverbs::mad::loaded_subnet_of(seg) == nullptr) return 1;
+  softverbs::fabric::set_subnet_route(subnet_carries);
+  return std::min(softverbs::mad::ca_device_count(seg), kMaxDevices);
+}
 
 }  // namespace
 
 SV_EXPORT ibv_device** ibv_get_device_list(int* num_devices) {
-  auto** list = static_cast<ibv_device**>(calloc(2, sizeof(ibv_device*)));
+  int n = 0;
+  ibv_device** list = nullptr;
+  // A QoS file the port cannot take: no device, as for a bad SOFTVERBS_* setting.
+  softverbs::Result<Device*> dev = softverbs::mad::qos_config_refused() ? softverbs::Result<Device*>(softverbs::Status::error(EINVAL)) : Device::get();
+  const unsigned count = dev.is_ok() ? device_count(dev.value()->seg()) : 0;
+  list = static_cast<ibv_device**>(calloc(count + 1, sizeof(ibv_device*)));
   if (list == nullptr) {
     errno = ENOMEM;
     return nullptr;
   }
-  int n = 0;
-  // A QoS file the port cannot take: no device, as for a bad SOFTVERBS_* setting.
-  if (!softverbs::mad::qos_config_refused()) {
-    softverbs::Result<Device*> dev = Device::get();
-    if (dev.is_ok()) {
-      // Before any QP of this process sends: the boot QoS tables.
-      softverbs::mad::claim_boot_qos(dev.value()->seg());
-      list[n++] = soft_device();
-    }
+  if (dev.is_ok()) {
+    // Before any QP of this process sends: the boot QoS tables.
+    softverbs::mad::claim_boot_qos(dev.value()->seg());
+    for (unsigned i = 0; i < count; ++i) list[n++] = device_at(i);
   }
   if (num_devices != nullptr) *num_devices = n;
   return list;
@@ -68,22 +113,26 @@ SV_EXPORT const char* ibv_get_device_name(ibv_device* device) {
 
 SV_EXPORT __be64 ibv_get_device_guid(ibv_device* device) {
   softverbs::Result<Device*> dev = Device::get();
-  if (device == nullptr || !is_ours(device) || !dev.is_ok()) {
+  const int index = index_of(device);
+  softverbs::mad::PortView port;
+  if (index < 0 || !dev.is_ok() ||
+      (index > 0 && !softverbs::mad::ca_device_port(dev.value()->seg(), static_cast<unsigned>(index), &port))) {
     errno = EINVAL;
     return 0;
   }
-  return dev.value()->seg().header().node_guid;
+  return index == 0 ? dev.value()->seg().header().node_guid : htobe64(port.node_guid);
 }
 
-SV_EXPORT int ibv_get_device_index(ibv_device* device) {
-  if (device == nullptr || !is_ours(device)) return -1;
-  return 0;
-}
+SV_EXPORT int ibv_get_device_index(ibv_device* device) { return index_of(device); }
 
 SV_EXPORT ibv_context* ibv_open_device(ibv_device* device) {
-  if (device == nullptr || !is_ours(device)) return softverbs::abi::fail<ibv_context>(EINVAL);
+  const int index = index_of(device);
+  softverbs::Result<Device*> dev = Device::get();
+  if (index < 0 || !dev.is_ok() || static_cast<unsigned>(index) >= device_count(dev.value()->seg()))
+    return softverbs::abi::fail<ibv_context>(EINVAL);
   softverbs::Result<Context*> ctx = Context::open(device);
   if (!ctx.is_ok()) return softverbs::abi::fail<ibv_context>(ctx.code());
+  ctx.value()->place(static_cast<uint8_t>(index), softverbs::mad::loaded_subnet_of(dev.value()->seg()) != nullptr);
   softverbs::abi::fill_context_ops(ctx.value()->vctx());
   return ctx.value()->ibv();
 }
@@ -100,6 +149,7 @@ SV_EXPORT ibv_context* ibv_import_device(int cmd_fd) {
   if (cmd_fd < 0 || !Device::get().is_ok()) return softverbs::abi::fail<ibv_context>(EINVAL);
   softverbs::Result<Context*> ctx = Context::import(soft_device(), cmd_fd);
   if (!ctx.is_ok()) return softverbs::abi::fail<ibv_context>(ctx.code());
+  ctx.value()->place(0, softverbs::mad::loaded_subnet_of(ctx.value()->device().seg()) != nullptr);
   softverbs::abi::fill_context_ops(ctx.value()->vctx());
   return ctx.value()->ibv();
 }

@@ -1,8 +1,12 @@
 // Device, port, GID and P_Key queries.
+#include <endian.h>
+
 #include <cstddef>
 #include <cstring>
 
 #include "abi/ibverbs/abi.h"
+#include "mad/ca_devices.h"
+#include "mad/port_view.h"
 #include "util/time.h"
 #include "verbs/context.h"
 #include "verbs/device_attrs.h"
@@ -13,6 +17,44 @@ namespace {
 
 const softverbs::shm::Segment& seg_of(ibv_context* ctx) { return Context::from(ctx)->device().seg(); }
 
+// A context of another CA of the topology (issue 19): its port as its SMA
+// reports it, over what every port of the device shares (speeds, MTU,
+// capabilities). False for the device's own CA.
+bool other_ca_port(ibv_context* ctx, softverbs::mad::PortView* out) {
+  const uint8_t ca = Context::from(ctx)->ca();
+  return ca != 0 && softverbs::mad::ca_device_port(seg_of(ctx), ca, out);
+}
+
+void fill_port(ibv_context* ctx, ibv_port_attr* attr) {
+  softverbs::verbs::fill_port_attr(seg_of(ctx), attr);
+  softverbs::mad::PortView v;
+  if (!other_ca_port(ctx, &v)) return;
+  attr->lid = v.lid;
+  attr->sm_lid = v.sm_lid;
+  attr->sm_sl = v.sm_sl;
+  attr->lmc = v.lmc;
+  attr->state = static_cast<ibv_port_state>(v.port_state);
+  attr->phys_state = v.phys_state;
+  attr->port_cap_flags = v.cap_mask;
+}
+
+void set_guids(ibv_context* ctx, ibv_device_attr* attr) {
+  softverbs::mad::PortView v;
+  if (!other_ca_port(ctx, &v)) return;
+  attr->node_guid = htobe64(v.node_guid);
+  attr->sys_image_guid = htobe64(v.sys_image_guid);
+}
+
+bool gid_of(ibv_context* ctx, int index, ibv_gid* gid) {
+  if (!softverbs::verbs::port_gid(seg_of(ctx), index, gid)) return false;
+  softverbs::mad::PortView v;
+  if (other_ca_port(ctx, &v)) {
+    const uint64_t be = htobe64(v.port_guid);
+    std::memcpy(gid->raw + 8, &be, sizeof be);
+  }
+  return true;
+}
+
 }  // namespace
 
 namespace softverbs::abi {
@@ -21,7 +63,7 @@ int op_query_port(ibv_context* ctx, uint8_t port, ibv_port_attr* attr, size_t at
   if (ctx == nullptr || attr == nullptr) return EINVAL;
   if (port != 1) return EINVAL;
   ibv_port_attr full;
-  verbs::fill_port_attr(seg_of(ctx), &full);
+  fill_port(ctx, &full);
   // Older binaries pass a shorter struct: copy what they have room for.
   std::memcpy(attr, &full, std::min(attr_len, sizeof full));
   return 0;
@@ -34,6 +76,7 @@ int op_query_device_ex(ibv_context* ctx, const ibv_query_device_ex_input* input,
   if (attr_size < sizeof(ibv_device_attr)) return EINVAL;
   ibv_device_attr_ex full;
   verbs::fill_device_attr_ex(seg_of(ctx), &full);
+  set_guids(ctx, &full.orig_attr);
   std::memcpy(attr, &full, std::min(attr_size, sizeof full));
   return 0;
 }
@@ -59,6 +102,7 @@ int op_query_rt_values(ibv_context* ctx, ibv_values_ex* values) {
 SV_EXPORT int ibv_query_device(ibv_context* ctx, ibv_device_attr* attr) {
   if (ctx == nullptr || attr == nullptr) return EINVAL;
   softverbs::verbs::fill_device_attr(seg_of(ctx), attr);
+  set_guids(ctx, attr);
   return 0;
 }
 
@@ -71,7 +115,7 @@ SV_EXPORT int ibv_query_port(ibv_context* ctx, uint8_t port, _compat_ibv_port_at
 
 SV_EXPORT int ibv_query_gid(ibv_context* ctx, uint8_t port, int index, ibv_gid* gid) {
   if (ctx == nullptr || gid == nullptr || port != 1) return -1;
-  return softverbs::verbs::port_gid(seg_of(ctx), index, gid) ? 0 : -1;
+  return gid_of(ctx, index, gid) ? 0 : -1;
 }
 
 SV_EXPORT int ibv_query_pkey(ibv_context* ctx, uint8_t port, int index, __be16* pkey) {
@@ -106,7 +150,7 @@ SV_EXPORT int _ibv_query_gid_ex(ibv_context* ctx, uint32_t port, uint32_t index,
   if (port != 1) return EINVAL;
   if (index >= static_cast<uint32_t>(softverbs::verbs::port_gid_count())) return ENODATA;
   std::memset(entry, 0, sizeof *entry);
-  softverbs::verbs::port_gid(seg_of(ctx), static_cast<int>(index), &entry->gid);
+  gid_of(ctx, static_cast<int>(index), &entry->gid);
   entry->gid_index = index;
   entry->port_num = 1;
   entry->gid_type = softverbs::verbs::port_gid_is_roce_v2() ? IBV_GID_TYPE_ROCE_V2 : IBV_GID_TYPE_IB;

@@ -86,18 +86,38 @@ struct Target {
   uint32_t slot = 0;
   shm::OwnerId owner;
   bool local = false;  // our own process
+  // Carried by the subnet (another CA's QP at either end: fabric::SubnetRoute),
+  // whose answer gives the sender's addresses. Set by route() only with a
+  // topology (QpConsts::subnet): its caller starts it false.
+  bool subnet;
+  SubnetSource source;
 };
 
+// With a topology (issue 19): between two QPs of the device's own CA as
+// without one; with another CA's at either end the subnet decides, on the
+// management plane's slow path, so such a request is never placed at post.
+[[gnu::noinline]] const char* route_in_subnet(const shm::Segment& seg, const transport::SendSide& s,
+                                              const ibv_ah_attr& ah, bool at_post, Target* out) {
+  const uint8_t to_ca = seg.qp(out->slot).ca;
+  if ((s.qp.ca | to_ca) == 0) return reaches_host(seg, ah) ? nullptr : "destination not on this host";
+  if (at_post) return "left to transmit: the subnet decides";
+  const SubnetRoute carries = subnet_route();
+  if (carries == nullptr || ah.port_num != 1) return "destination not on this host";
+  if (!carries(seg, s.qp.ca, ah, to_ca, &out->source)) return "the subnet does not carry it there";
+  out->subnet = true;
+  return nullptr;
+}
+
 [[gnu::always_inline]] inline const char* route(shm::Segment& seg, const transport::SendSide& s, const ibv_ah_attr& ah, uint32_t dest_qpn,
-                  Target* out) {
-  if (!reaches_host(seg, ah)) return "destination not on this host";
+                  bool at_post, Target* out) {
   const int slot = transport::qp_slot_of(seg, dest_qpn);
-  if (slot < 0) return "no such QP";
+  if (slot < 0) return reaches_host(seg, ah) ? "no such QP" : "destination not on this host";
   out->slot = static_cast<uint32_t>(slot);
-  // IBA 9.6.1.4: a packet of another transport than the QP's is not for it
-  // (the UDP link drops it on receipt): XRC reaches XRC_RECV QPs only.
-  if ((s.qp.qp_type == IBV_QPT_XRC_SEND) != (seg.qp(out->slot).qp_type == IBV_QPT_XRC_RECV))
-    return "another transport's QP";
+  if (s.qp.subnet) [[unlikely]] {
+    if (const char* why = route_in_subnet(seg, s, ah, at_post, out)) return why;
+  } else if (!reaches_host(seg, ah)) {
+    return "destination not on this host";
+  }
   out->owner = seg.qp(out->slot).owner;
   out->local = out->owner == s.qp.self;
   if (!out->local && !shm::process_alive(seg, out->owner)) return "the QP's process is gone";
@@ -287,14 +307,16 @@ ibv_wc_status HostFabric::transmit(transport::SendSide& s, transport::SendWqe& w
     if (s.qp.qp_type == IBV_QPT_RC) report(s, w, op->kind, resp, seg.qp(placed.slot).resp.epsn);
     return IBV_WC_SUCCESS;
   }
-  if (!port_active(seg)) [[unlikely]]
+  // Another CA's port is the subnet's to check (route_in_subnet).
+  if (!port_active(seg) && s.qp.ca == 0) [[unlikely]]
     return discard_at_port(s);
   McastKey mcast;
   const bool multicast = ud && multicast_key(ah, dest_qpn, &mcast);
   Target target;
+  target.subnet = false;
   if (multicast) {
     // Its QPs are found at delivery.
-  } else if (const char* why = route(seg, s, ah, dest_qpn, &target)) {
+  } else if (const char* why = route(seg, s, ah, dest_qpn, false, &target)) {
     SV_LOG_RATELIMITED(kDebug, "QP %#x to QP %#x: %s", s.qp.qpn, dest_qpn, why);
     return IBV_WC_SUCCESS;  // lost on the way: the requester's timer decides
   }
@@ -312,6 +334,8 @@ ibv_wc_status HostFabric::transmit(transport::SendSide& s, transport::SendWqe& w
   req.dest_qpn = dest_qpn;
   req.src_qpn = ud && s.qp.wire_src_qpn != 0 ? s.qp.wire_src_qpn : s.qp.qpn;
   req.slid = seg.header().lid;
+  if (target.subnet) [[unlikely]]
+    req.slid = target.source.lid;
   req.imm = w.imm_data;
   req.has_inv = op->has_inv;
   req.inv_rkey = w.imm_data;
@@ -327,6 +351,7 @@ ibv_wc_status HostFabric::transmit(transport::SendSide& s, transport::SendWqe& w
     if (req.with_grh) {
       wire::UdGrhFields f;
       f.sgid = own_gid(seg, ah.grh.sgid_index);
+      if (target.subnet) std::memcpy(f.sgid.data() + 8, target.source.port_guid, 8);
       std::memcpy(f.dgid.data(), ah.grh.dgid.raw, 16);
       f.traffic_class = ah.grh.traffic_class;
       f.flow_label = ah.grh.flow_label;
@@ -425,7 +450,7 @@ uint32_t HostFabric::place_at_post(transport::SendSide& s, const ibv_send_wr& wr
   if (!port_active(seg)) [[unlikely]]
     return 0;  // transmit discards it
   Target target;
-  if (route(seg, s, s.conn.ah, s.conn.dest_qpn, &target) != nullptr) return 0;
+  if (route(seg, s, s.conn.ah, s.conn.dest_qpn, true, &target) != nullptr) return 0;
   iovec iov[kMaxInlineSges];
   uint32_t count = 0;
   if (is_inline) {

@@ -1,0 +1,33 @@
+// The topology's CAs as the verbs ABI sees them (issue 19; the numbering
+// and the data path's rules are mad/data_route.h's): how many devices
+// SOFTVERBS_TOPOLOGY gives, each one's port as its SMA reports it, and
+// whether the subnet carries a data packet between two of them. Without a
+// topology there is one device, the device's own port.
+//
+// Thread-safety: any thread. Each call takes the subnet's lock (a slow
+// path: never the default device's data path, which needs none of this).
+#pragma once
+
+#include <cstdint>
+
+#include "mad/port_view.h"
+#include "shm/segment.h"
+
+namespace softverbs::mad {
+
+// 1 + the topology's other CAs.
+unsigned ca_device_count(const shm::Segment& seg);
+
+// The port of device `device` (>= 1: another CA of the topology), as its
+// SMA reports it (GUIDs, LID, SM LID, SM SL, LMC, state). False: no such
+// device.
+bool ca_device_port(const shm::Segment& seg, unsigned device, PortView* out);
+
+// Whether a data packet from device `from`'s port to `dlid` (and, with a
+// GRH, `dgid_guid`, the DGID's interface ID in network order) reaches
+// device `to`'s port (mad/data_route.h); `*slid` and `*port_guid` get the
+// sender's port's LID and GUID (host order).
+bool ca_device_carries(const shm::Segment& seg, unsigned from, uint16_t dlid, const uint8_t* dgid_guid,
+                       unsigned to, uint16_t* slid, uint64_t* port_guid);
+
+}  // namespace softverbs::mad

@@ -1,0 +1,74 @@
+#include "mad/data_route.h"
+
+#include <cstring>
+
+namespace softverbs::mad {
+namespace {
+
+constexpr uint8_t kPortActive = 4;
+constexpr uint16_t kMulticastLidBase = 0xc000;
+// A route longer than this is a loop in the forwarding tables (IBA 14.2.2
+// bounds a directed route at 64 hops; a LID route is no longer).
+constexpr unsigned kMaxHops = 64;
+
+bool holds(const PortView& v, uint16_t dlid) {
+  return v.lid != 0 && dlid >= v.lid && dlid < v.lid + (1u << v.lmc);
+}
+
+// A port's state as its SMA reports it: DOWN when its link is down.
+PortView view(const Subnet& s, unsigned node, unsigned port) { return subnet_port_view(s, node, port, port); }
+
+bool is_ca(const Topology& t, unsigned node) { return node < t.nodes.size() && !t.nodes[node].is_switch(); }
+
+bool gid_is_port(const Subnet& s, unsigned node, const uint8_t* dgid_guid) {
+  if (dgid_guid == nullptr) return true;
+  const uint64_t guid = view(s, node, 1).port_guid;
+  uint8_t be[8];
+  for (int i = 0; i < 8; ++i) be[i] = static_cast<uint8_t>(guid >> (56 - 8 * i));
+  return std::memcmp(be, dgid_guid, 8) == 0;
+}
+
+}  // namespace
+
+std::vector<int> ca_device_nodes(const Topology& t) {
+  std::vector<int> nodes;
+  const int local = t.local_ca();
+  if (local < 0) return nodes;
+  nodes.push_back(local);
+  for (size_t i = 0; i < t.nodes.size(); ++i)
+    if (static_cast<int>(i) != local && !t.nodes[i].is_switch() && t.nodes[i].num_ports >= 1)
+      nodes.push_back(static_cast<int>(i));
+  return nodes;
+}
+
+bool route_data(const Subnet& s, unsigned from, uint16_t dlid, const uint8_t* dgid_guid, unsigned to) {
+  const Topology& t = *s.topology;
+  if (!is_ca(t, from) || !is_ca(t, to) || t.nodes[from].num_ports < 1 || t.nodes[to].num_ports < 1) return false;
+  if (dlid == 0 || dlid >= kMulticastLidBase) return false;
+  const PortView source = view(s, from, 1);
+  // IBA 7.2: data leaves an ACTIVE port only.
+  if (source.port_state != kPortActive) return false;
+  // The port's own address: the CA loops it back without the link.
+  if (holds(source, dlid)) return from == to && gid_is_port(s, to, dgid_guid);
+  unsigned node = from;
+  uint8_t out = 1;
+  for (unsigned hop = 0; hop < kMaxHops; ++hop) {
+    const TopoNode& n = t.nodes[node];
+    if (out == 0 || out > n.num_ports) return false;
+    // Leaving: the port ACTIVE, its link up (a down link reads DOWN).
+    if (hop > 0 && view(s, node, out).port_state != kPortActive) return false;
+    const TopoLink& l = n.ports[out];
+    if (l.node < 0) return false;
+    node = static_cast<unsigned>(l.node);
+    const PortView at = view(s, node, l.port);
+    if (at.port_state != kPortActive) return false;  // IBA 7.2: an inactive port drops data
+    if (!t.nodes[node].is_switch())
+      return node == to && l.port == 1 && holds(at, dlid) && gid_is_port(s, to, dgid_guid);
+    // A switch: its own LID (port 0's, `at` shows it) is no CA's.
+    if (holds(at, dlid)) return false;
+    out = dlid < shm::kLftCap ? s.state->node(node).sw.lft[dlid] : shm::kLftUnset;
+  }
+  return false;
+}
+
+}  // namespace softverbs::mad

@@ -1,0 +1,192 @@
+#include "mad/data_route.h"
+
+#include <gtest/gtest.h>
+#include <unistd.h>
+
+#include <memory>
+#include <string>
+
+namespace softverbs::mad {
+namespace {
+
+// Nodes in file order: sw-a 0, sw-b 1, dev 2 (the device's CA), ca-2 3,
+// ca-3 4, ca-4 5 (its port 1 unlinked, port 2 on sw-b). sw-a and sw-b are
+// joined by ports 7 and 8.
+constexpr char kNet[] = R"(
+Switch 8 "sw-a"
+[1] "dev"[1]
+[2] "ca-2"[1]
+[7] "sw-b"[7]
+[8] "sw-b"[8]
+
+Switch 8 "sw-b"
+[1] "ca-3"[1]
+[2] "ca-4"[2]
+
+Hca 2 "dev"
+Hca 1 "ca-2"
+Hca 2 "ca-3"
+Hca 2 "ca-4"
+)";
+constexpr unsigned kSwA = 0, kSwB = 1, kDev = 2, kCa2 = 3, kCa3 = 4, kCa4 = 5;
+constexpr uint8_t kActive = 4, kInit = 2;
+
+// The subnet as an SM leaves it: LIDs sw-a 1, sw-b 2, dev 3, ca-2 4, ca-3 5
+// (LMC 1: 5 and 6), every linked port ACTIVE; sw-a sends sw-b's LIDs out
+// of port 7, sw-b sends sw-a's out of port 8.
+class DataRouteTest : public ::testing::Test {
+ protected:
+  void SetUp() override {
+    TopologyParse p = parse_topology(kNet);
+    ASSERT_TRUE(p.ok()) << p.error;
+    topo_ = std::move(p.topology);
+    ASSERT_EQ(static_cast<int>(kDev), topo_.local_ca());
+    path_ = "/dev/shm/softverbs-data-route-test-" + std::to_string(getpid());
+    unlink(path_.c_str());
+    auto st = shm::SubnetState::open(path_);
+    ASSERT_TRUE(st.is_ok());
+    state_ = std::move(st.value());
+    s_.topology = &topo_;
+    s_.state = state_.get();
+    s_.local.lid = 3;
+    s_.local.port_state = kActive;
+    s_.local.node_guid = 0x0200000000000010ull;
+    s_.local.port_guid = 0x0200000000000011ull;
+    shm::SubnetLock lock(*state_);
+    for (unsigned n = 0; n < topo_.nodes.size(); ++n)
+      for (unsigned port = 0; port <= topo_.nodes[n].num_ports; ++port) node(n).ports[port].port_state = kActive;
+    node(kSwA).ports[0].lid = 1;
+    node(kSwB).ports[0].lid = 2;
+    node(kCa2).ports[1].lid = 4;
+    node(kCa3).ports[1].lid = 5;
+    node(kCa3).ports[1].lmc = 1;
+    const uint8_t a[] = {0, 0, 7, 1, 2, 7, 7}, b[] = {0, 8, 0, 8, 8, 1, 1};
+    for (unsigned lid = 1; lid < sizeof a; ++lid) {
+      node(kSwA).sw.lft[lid] = a[lid];
+      node(kSwB).sw.lft[lid] = b[lid];
+    }
+  }
+  void TearDown() override {
+    state_.reset();
+    unlink(path_.c_str());
+  }
+  shm::SubnetNode& node(unsigned i) { return state_->node(i); }
+  bool route(unsigned from, uint16_t dlid, unsigned to, const uint8_t* guid = nullptr) {
+    shm::SubnetLock lock(*state_);
+    return route_data(s_, from, dlid, guid, to);
+  }
+
+  Topology topo_;
+  std::string path_;
+  std::unique_ptr<shm::SubnetState> state_;
+  Subnet s_;
+};
+
+TEST_F(DataRouteTest, DevicesAreTheLocalCaThenTheOthersInFileOrder) {
+  EXPECT_EQ((std::vector<int>{kDev, kCa2, kCa3, kCa4}), ca_device_nodes(topo_));
+}
+
+TEST_F(DataRouteTest, FollowsTheForwardingTablesToTheCaHoldingTheLid) {
+  EXPECT_TRUE(route(kCa2, 5, kCa3));   // sw-a 7, sw-b 1
+  EXPECT_TRUE(route(kCa2, 6, kCa3));   // the LMC's second LID
+  EXPECT_TRUE(route(kCa3, 4, kCa2));   // sw-b 8, sw-a 2
+  EXPECT_TRUE(route(kDev, 4, kCa2));   // the device's own CA sends too
+  EXPECT_TRUE(route(kCa3, 3, kDev));   // and receives
+}
+
+TEST_F(DataRouteTest, ArrivesOnlyAtTheTargetQpsCa) {
+  EXPECT_FALSE(route(kCa2, 5, kCa2));
+  EXPECT_FALSE(route(kCa2, 5, kDev));
+  EXPECT_FALSE(route(kCa2, 7, kCa3));  // no table has an entry for LID 7
+  EXPECT_FALSE(route(kCa2, 1, kCa3));  // a switch's LID is no CA's
+}
+
+TEST_F(DataRouteTest, OwnLidStaysInTheCa) {
+  EXPECT_TRUE(route(kCa2, 4, kCa2));
+  EXPECT_FALSE(route(kCa2, 4, kCa3));
+  s_.local.port_state = kInit;
+  EXPECT_FALSE(route(kDev, 3, kDev));  // only an ACTIVE port loops back
+}
+
+TEST_F(DataRouteTest, SenderPortMustBeActive) {
+  {
+    shm::SubnetLock lock(*state_);
+    node(kCa2).ports[1].port_state = kInit;
+  }
+  EXPECT_FALSE(route(kCa2, 5, kCa3));
+  s_.local.port_state = kInit;
+  EXPECT_FALSE(route(kDev, 4, kCa3));
+}
+
+TEST_F(DataRouteTest, EveryPortCrossedMustBeActive) {
+  {
+    shm::SubnetLock lock(*state_);
+    node(kSwB).ports[7].port_state = kInit;  // where ca-2's packets to ca-3 enter sw-b
+  }
+  EXPECT_FALSE(route(kCa2, 5, kCa3));
+  EXPECT_TRUE(route(kCa3, 4, kCa2));  // the other way goes by port 8
+  {
+    shm::SubnetLock lock(*state_);
+    node(kSwB).ports[7].port_state = kActive;
+    node(kCa3).ports[1].port_state = kInit;  // the arrival port
+  }
+  EXPECT_FALSE(route(kDev, 5, kCa3));
+}
+
+TEST_F(DataRouteTest, DisabledLinkLosesWhatCrossesIt) {
+  {
+    shm::SubnetLock lock(*state_);
+    node(kSwA).ports[7].phys_disabled = 1;  // ibportstate disable: the link is down at both ends
+  }
+  EXPECT_FALSE(route(kCa2, 5, kCa3));
+  EXPECT_TRUE(route(kCa3, 4, kCa2));  // by port 8
+  EXPECT_TRUE(route(kCa2, 3, kDev));  // never leaves sw-a
+}
+
+TEST_F(DataRouteTest, UnprogrammedOrLoopingTablesLoseIt) {
+  {
+    shm::SubnetLock lock(*state_);
+    node(kSwA).sw.lft[5] = shm::kLftUnset;
+  }
+  EXPECT_FALSE(route(kCa2, 5, kCa3));
+  {
+    shm::SubnetLock lock(*state_);
+    node(kSwA).sw.lft[5] = 8;
+    node(kSwB).sw.lft[5] = 8;  // back and forth between the switches
+  }
+  EXPECT_FALSE(route(kCa2, 5, kCa3));
+  {
+    shm::SubnetLock lock(*state_);
+    node(kSwA).sw.lft[5] = 3;  // a port without a link
+  }
+  EXPECT_FALSE(route(kCa2, 5, kCa3));
+}
+
+TEST_F(DataRouteTest, PortWithoutLinkSendsNothing) {
+  // ca-4's port 1 has no link: DOWN, whatever the SM wrote.
+  {
+    shm::SubnetLock lock(*state_);
+    node(kCa4).ports[1].lid = 8;
+  }
+  EXPECT_FALSE(route(kCa4, 4, kCa2));
+  EXPECT_FALSE(route(kCa2, 8, kCa4));
+}
+
+TEST_F(DataRouteTest, GrhMustNameTheArrivalPort) {
+  const uint64_t guid = topo_.nodes[kCa3].port_guid(1);
+  uint8_t be[8];
+  for (int i = 0; i < 8; ++i) be[i] = static_cast<uint8_t>(guid >> (56 - 8 * i));
+  EXPECT_TRUE(route(kCa2, 5, kCa3, be));
+  be[7] ^= 1;
+  EXPECT_FALSE(route(kCa2, 5, kCa3, be));
+}
+
+TEST_F(DataRouteTest, NoSwitchesAndNoMulticast) {
+  EXPECT_FALSE(route(kSwA, 4, kCa2));
+  EXPECT_FALSE(route(kCa2, 1, kSwA));
+  EXPECT_FALSE(route(kCa2, 0xc001, kCa3));
+  EXPECT_FALSE(route(kCa2, 0, kCa3));
+}
+
+}  // namespace
+}  // namespace softverbs::mad

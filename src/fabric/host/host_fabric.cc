@@ -312,6 +312,7 @@ ibv_wc_status HostFabric::transmit(transport::SendSide& s, transport::SendWqe& w
   req.dest_qpn = dest_qpn;
   req.src_qpn = ud && s.qp.wire_src_qpn != 0 ? s.qp.wire_src_qpn : s.qp.qpn;
   req.slid = seg.header().lid;
+  req.pkey = s.conn.pkey;
   req.imm = w.imm_data;
   req.has_inv = op->has_inv;
   req.inv_rkey = w.imm_data;
@@ -452,6 +453,7 @@ uint32_t HostFabric::place_at_post(transport::SendSide& s, const ibv_send_wr& wr
   req.dest_qpn = s.conn.dest_qpn;
   req.src_qpn = s.qp.qpn;
   req.slid = seg.header().lid;
+  req.pkey = s.conn.pkey;
   req.dma_length = static_cast<uint32_t>(length);
   req.payload = {iov, count, length};
   if (send) {

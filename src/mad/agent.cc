@@ -69,6 +69,7 @@ const LoadedSubnet& loaded_subnet(const shm::Segment& seg) {
 // the events and the sysfs files of successive changes.
 void store_effect(const shm::Segment& seg, const SmpEffect& effect) {
   if (effect.qos_changed) shm::store_qos(seg.header(), effect.qos);
+  if (effect.pkeys_changed) shm::store_pkeys(seg.header(), effect.pkeys);
   shm::SegmentHeader& h = seg.header();
   const shm::PortSnapshot was{h.lid, h.sm_lid, h.port_state.load(std::memory_order_relaxed)};
   shm::PortSnapshot now = was;
@@ -80,8 +81,10 @@ void store_effect(const shm::Segment& seg, const SmpEffect& effect) {
   }
   // As a hardware HCA: every open context hears of it (shm/port_events.h),
   // and the sysfs tree shows the port as it now is.
-  shm::append_port_events(seg, shm::port_change_events(was, now, effect.client_reregister));
-  if (effect.port_changed) verbs::refresh_sysfs_port(seg);
+  uint64_t events = shm::port_change_events(was, now, effect.client_reregister);
+  if (effect.pkeys_changed) events |= 1ull << IBV_EVENT_PKEY_CHANGE;
+  shm::append_port_events(seg, events);
+  if (effect.port_changed || effect.pkeys_changed) verbs::refresh_sysfs_port(seg);
 }
 
 Disposition answer_in_subnet(const shm::Segment& seg, const uint8_t* in, size_t len, uint16_t dlid, uint8_t* out,

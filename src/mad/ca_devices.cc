@@ -35,6 +35,12 @@ bool ca_device_port(const shm::Segment& seg, unsigned device, PortView* out) {
   return true;
 }
 
+uint16_t ca_device_pkey(const shm::Segment& seg, unsigned device, unsigned index) {
+  PortView v;
+  if (index >= v.pkeys.size() || !ca_device_port(seg, device, &v)) return 0;
+  return v.pkeys[index];
+}
+
 bool ca_device_carries(const shm::Segment& seg, unsigned from, uint16_t dlid, const uint8_t* dgid_guid,
                        unsigned to, uint16_t* slid, uint64_t* port_guid) {
   const Subnet* loaded = loaded_subnet_of(seg);

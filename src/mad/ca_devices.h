@@ -23,6 +23,9 @@ unsigned ca_device_count(const shm::Segment& seg);
 // device.
 bool ca_device_port(const shm::Segment& seg, unsigned device, PortView* out);
 
+// The P_Key at `index` of device `device`'s port (0: none, no such device).
+uint16_t ca_device_pkey(const shm::Segment& seg, unsigned device, unsigned index);
+
 // Whether a data packet from device `from`'s port to `dlid` (and, with a
 // GRH, `dgid_guid`, the DGID's interface ID in network order) reaches
 // device `to`'s port (mad/data_route.h); `*slid` and `*port_guid` get the

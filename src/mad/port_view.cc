@@ -26,6 +26,8 @@ PortView port_view(const shm::Segment& seg) {
   v.device_id = static_cast<uint16_t>(d.vendor_part_id);
   v.revision = d.hw_ver;
   v.partition_cap = static_cast<uint16_t>(d.max_pkeys);
+  v.pkeys = shm::load_pkeys(seg.header());
+  v.pkey_violations = p.bad_pkey_cntr;
   v.lid = p.lid;
   v.sm_lid = p.sm_lid;
   v.sm_sl = p.sm_sl;

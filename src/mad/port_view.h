@@ -7,6 +7,7 @@
 
 #include <cstdint>
 
+#include "shm/port_pkeys.h"
 #include "shm/port_qos.h"
 #include "shm/segment.h"
 
@@ -20,7 +21,9 @@ struct PortView {
   uint32_t vendor_id = 0;
   uint16_t device_id = 0;
   uint32_t revision = 0;
-  uint16_t partition_cap = 1;     // P_Key table entries
+  uint16_t partition_cap = 1;     // P_Key table entries (at most shm::kPKeyTableCap)
+  shm::PKeyTable pkeys = shm::default_pkeys();  // entries past partition_cap are not the port's
+  uint16_t pkey_violations = 0;   // PortInfo:P_KeyViolations
   uint16_t lid = 0;
   uint16_t sm_lid = 0;
   uint8_t sm_sl = 0;

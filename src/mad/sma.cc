@@ -79,6 +79,7 @@ MadStatus fill_port_info(const PortView& p, uint32_t modifier, uint8_t* d) {
   VlStallCount::set(d, 7);
   HoqLife::set(d, 31);
   OperationalVls::set(d, p.qos.oper_vls);
+  PKeyViolations::set(d, p.pkey_violations);
   GuidCap::set(d, 1);
   SubnetTimeout::set(d, p.subnet_timeout);
   RespTimeValue::set(d, kRespTimeValue);
@@ -147,11 +148,36 @@ MadStatus fill_guid_info(const PortView& p, uint32_t block, uint8_t* d) {
   return MadStatus::kOk;
 }
 
+// IBA 14.2.5.7: block N holds entries 32N..32N+31, two bytes each; the
+// modifier's lower half is the block (its upper half names a switch port).
+// Entries past PartitionCap read as 0 and are ignored on a Set.
+bool pkey_block(const PortView& p, uint32_t modifier, unsigned* first, unsigned* end) {
+  const uint32_t block = modifier & 0xffff;
+  if (block * kPKeysPerBlock >= p.partition_cap) return false;
+  *first = block * kPKeysPerBlock;
+  *end = std::min<unsigned>({*first + kPKeysPerBlock, p.partition_cap, shm::kPKeyTableCap});
+  return true;
+}
+
 MadStatus fill_pkey_table(const PortView& p, uint32_t modifier, uint8_t* d) {
-  const uint32_t block = modifier & 0xffff;  // the upper half names a switch port
-  if (block * kPKeysPerBlock >= p.partition_cap) return MadStatus::kInvalidField;
-  // The only P_Key is the default full-member one (ibv_query_pkey index 0).
-  if (block == 0) BeField<0, 2>::set(d, 0xffff);
+  unsigned first, end;
+  if (!pkey_block(p, modifier, &first, &end)) return MadStatus::kInvalidField;
+  for (unsigned i = first; i < end; ++i) {
+    d[2 * (i - first)] = static_cast<uint8_t>(p.pkeys[i] >> 8);
+    d[2 * (i - first) + 1] = static_cast<uint8_t>(p.pkeys[i]);
+  }
+  return MadStatus::kOk;
+}
+
+// A CA port enforces its table on every packet (IBA 10.9.3); a switch's
+// ports would need partition enforcement, which this SMA does not model
+// (SwitchInfo:PartitionEnforcementCap 0), so their tables are not settable.
+MadStatus set_pkey_table(const PortView& p, uint32_t modifier, const uint8_t* in, PortView* next) {
+  if (p.node_type != 1) return MadStatus::kAttributeUnsupported;
+  unsigned first, end;
+  if (!pkey_block(p, modifier, &first, &end)) return MadStatus::kInvalidField;
+  for (unsigned i = first; i < end; ++i)
+    next->pkeys[i] = static_cast<uint16_t>(in[2 * (i - first)] << 8 | in[2 * (i - first) + 1]);
   return MadStatus::kOk;
 }
 
@@ -258,6 +284,7 @@ MadStatus apply_set(const PortView& port, uint16_t attr, uint32_t modifier, cons
     case SmpAttr::kPortInfo: return check_port_info_set(port, modifier, d, next);
     case SmpAttr::kSlToVlMappingTable: return set_sl_to_vl(d, &next->qos);
     case SmpAttr::kVlArbitrationTable: return set_vl_arbitration(modifier, d, &next->qos);
+    case SmpAttr::kPKeyTable: return set_pkey_table(port, modifier, d, next);
     default: return MadStatus::kAttributeUnsupported;
   }
 }
@@ -304,6 +331,10 @@ Disposition answer_smp(const PortView& port, const uint8_t* in, size_t len, uint
       if (s == MadStatus::kOk && effect != nullptr && !(next.qos == port.qos)) {
         effect->qos_changed = true;
         effect->qos = next.qos;
+      }
+      if (s == MadStatus::kOk && effect != nullptr && next.pkeys != port.pkeys) {
+        effect->pkeys_changed = true;
+        effect->pkeys = next.pkeys;
       }
       if (s == MadStatus::kOk && effect != nullptr &&
           (next.lid != port.lid || next.sm_lid != port.sm_lid || next.port_state != port.port_state)) {

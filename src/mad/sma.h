@@ -42,6 +42,9 @@ struct SmpEffect {
   // The Set carried PortInfo:ClientReregister (IBA 14.2.5.6): the port's
   // clients are to register again (IBV_EVENT_CLIENT_REREGISTER).
   bool client_reregister = false;
+  // A Set(P_KeyTable) changed the port's table (IBV_EVENT_PKEY_CHANGE).
+  bool pkeys_changed = false;
+  shm::PKeyTable pkeys{};
 };
 
 // REQUIRES: `out` holds kMadBytes. `in` may be any length; fewer than

@@ -135,8 +135,8 @@ TEST(Sma, StatusForWhatItCannotAnswer) {
   EXPECT_EQ(DrStatus::get(a.out.data()), 0x000c);
   EXPECT_EQ(DrDirection::get(a.out.data()), 1);
   EXPECT_EQ(data_of(a.out.data()), padded({}));
-  // Set of an attribute it cannot write yet.
-  a = ask(smp(0x02, 0x0016, 0, -1));
+  // Set of an attribute that is not writable (NodeInfo).
+  a = ask(smp(0x02, 0x0011, 0, -1));
   EXPECT_EQ(Status::get(a.out.data()), 0x000c);
   // A method the SMA has not (Send).
   a = ask(smp(0x03, 0x0011, 0, -1));
@@ -316,6 +316,51 @@ TEST(Sma, SlToVlSetGoldenAndBadInput) {
   EXPECT_EQ(data_of(r.a.out.data()), table);
   // The modifier names switch ports; a CA ignores it.
   EXPECT_EQ(set(0x0017, 0x0102, table).status(), 0);
+}
+
+TEST(Sma, PKeyTableSetGoldenAndBadInput) {
+  // What opensm sends for a partition: the default key, then 0x8001 (full)
+  // and 0x0002 (limited); entries past PartitionCap are ignored.
+  PortView p = test_port();
+  p.partition_cap = 32;
+  Bytes table = padded({0xff, 0xff, 0x80, 0x01, 0x00, 0x02});
+  SetAnswer r = set(0x0016, 0, table, p);
+  EXPECT_EQ(r.status(), 0);
+  EXPECT_EQ(data_of(r.a.out.data()), table);
+  ASSERT_TRUE(r.effect.pkeys_changed);
+  EXPECT_EQ(r.effect.pkeys[0], 0xffff);
+  EXPECT_EQ(r.effect.pkeys[1], 0x8001);
+  EXPECT_EQ(r.effect.pkeys[2], 0x0002);
+  EXPECT_EQ(r.effect.pkeys[3], 0);
+  p.pkeys = r.effect.pkeys;
+  EXPECT_EQ(data_of(ask(smp(0x01, 0x0016, 0, -1), p).out.data()), table);
+  // The same table again changes nothing (no PKEY_CHANGE).
+  r = set(0x0016, 0, table, p);
+  EXPECT_EQ(r.status(), 0);
+  EXPECT_FALSE(r.effect.pkeys_changed);
+  // A one-entry table takes the first entry only and answers with it.
+  PortView one = test_port();
+  r = set(0x0016, 0, padded({0x80, 0x05, 0x80, 0x06}), one);
+  EXPECT_EQ(r.status(), 0);
+  EXPECT_EQ(data_of(r.a.out.data()), padded({0x80, 0x05}));
+  EXPECT_EQ(r.effect.pkeys[1], 0);
+  // A block past PartitionCap: 0x1C, nothing changes, the port's own
+  // block-less answer; the upper half of the modifier (a switch port) is ignored.
+  r = set(0x0016, 1, table, p);
+  EXPECT_EQ(r.status(), 0x001c);
+  EXPECT_FALSE(r.effect.pkeys_changed);
+  EXPECT_EQ(set(0x0016, 0x00010000, padded({0xff, 0xff, 0x80, 0x07}), p).effect.pkeys[1], 0x8007);
+  // A switch's table is not settable here (no partition enforcement): 0x0C.
+  PortView sw = p;
+  sw.node_type = 2;
+  r = set(0x0016, 0, table, sw);
+  EXPECT_EQ(r.status(), 0x000c);
+  EXPECT_FALSE(r.effect.pkeys_changed);
+  // PortInfo:P_KeyViolations at bytes 46-47.
+  p.pkey_violations = 0x0102;
+  const Answer pi = ask(smp(0x01, 0x0015, 0, -1), p);
+  EXPECT_EQ(pi.out[kSmpDataOffset + 46], 0x01);
+  EXPECT_EQ(pi.out[kSmpDataOffset + 47], 0x02);
 }
 
 TEST(Sma, VlArbitrationSetGoldenAndBadInput) {

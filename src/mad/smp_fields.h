@@ -50,6 +50,7 @@ using MtuCap = Field<41, 4, 4>;
 using VlStallCount = Field<42, 0, 3>;
 using HoqLife = Field<42, 3, 5>;
 using OperationalVls = Field<43, 0, 4>;
+using PKeyViolations = BeField<46, 2>;
 using GuidCap = BeField<50, 1>;
 using MKeyLeasePeriod = BeField<26, 2>;
 using MKeyProtectBits = Field<34, 0, 2>;

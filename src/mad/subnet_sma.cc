@@ -405,6 +405,7 @@ Disposition answer_at(const Subnet& s, Hop at, const uint8_t* in, bool directed,
   const Disposition d = answer_smp(v, req, kMadBytes, out, &effect);
   if (effect.qos_changed && switch_sl2vl) shm::pack_sl2vl(effect.qos.sl_to_vl, st.sw.sl2vl[in_port][port]);
   else if (effect.qos_changed) st.ports[port].qos = effect.qos;
+  if (effect.pkeys_changed) st.ports[port].pkeys = effect.pkeys;
   if (set_status != MadStatus::kOk) Status::set(out, static_cast<uint16_t>(set_status));
   finish(in, directed, out);
   return d;
@@ -454,6 +455,7 @@ PortView subnet_port_view(const Subnet& s, unsigned node, unsigned port, unsigne
   v.mtu = s.local.mtu;
   v.vl_cap = shm::kVlCap;
   v.qos = st.ports[port].qos;
+  if (!n.is_switch()) v.pkeys = st.ports[port].pkeys;
   v.subnet_timeout = a.subnet_timeout;
   v.m_key = a.m_key;
   v.m_key_protect = a.m_key_protect;

@@ -573,6 +573,33 @@ TEST_F(SubnetSmaTest, SwitchSlToVlIsPerInputAndOutputPort) {
   EXPECT_EQ(data(ask(dr(0x01, 0x0017, 0x0003, {1})).out, 1), Bytes({0x01}));
 }
 
+TEST_F(SubnetSmaTest, PKeyTableOfARemoteCaIsSettableASwitchsIsNot) {
+  subnet_.local.partition_cap = 32;
+  // ca-3 boots with the default P_Key alone; an SM adds 0x8001 at index 1.
+  Answer a = ask(dr(0x01, 0x0016, 0, {1, 7, 1}));
+  EXPECT_EQ(status(a.out), 0);
+  EXPECT_EQ(data(a.out, 4), Bytes({0xff, 0xff, 0x00, 0x00}));
+  Mad m = dr(0x02, 0x0016, 0, {1, 7, 1});
+  m[64] = m[65] = 0xff;
+  m[66] = 0x80;
+  m[67] = 0x01;
+  a = ask(m);
+  EXPECT_EQ(status(a.out), 0);
+  EXPECT_FALSE(a.effect.pkeys_changed) << "not the device's port: nothing for it to store";
+  EXPECT_EQ(data(a.out, 4), Bytes({0xff, 0xff, 0x80, 0x01}));
+  a = ask(dr(0x01, 0x0016, 0, {1, 7, 1}));
+  EXPECT_EQ(data(a.out, 4), Bytes({0xff, 0xff, 0x80, 0x01}));
+  a = ask(dr(0x01, 0x0016, 0, {1, 7, 2}));  // ca-4 is untouched
+  EXPECT_EQ(data(a.out, 4), Bytes({0xff, 0xff, 0x00, 0x00}));
+  // A switch's port (block 0 of port 1): read as the default, not settable.
+  m = dr(0x02, 0x0016, 1u << 16, {1});
+  m[64] = 0x80;
+  m[65] = 0x02;
+  EXPECT_EQ(status(ask(m).out), 0x000c);
+  a = ask(dr(0x01, 0x0016, 1u << 16, {1}));
+  EXPECT_EQ(data(a.out, 2), Bytes({0xff, 0xff}));
+}
+
 TEST_F(SubnetSmaTest, StateIsSharedThroughTheFile) {
   ASSERT_EQ(status(set_port({1, 7, 1}, 0, 9, 0).out), 0);
   auto other = shm::SubnetState::open(path_);

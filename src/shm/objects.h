@@ -268,6 +268,11 @@ struct alignas(64) SharedQp {
   uint32_t xrcd;                     // XRC_RECV: its domain's slot + 1; 0 = none
   uint16_t dlid;
   uint16_t pkey_index;
+  // The P_Key at pkey_index when the QP was last modified (shm/port_pkeys.h):
+  // what its packets carry and what a request to it must match; pkey_fast
+  // is what a request may carry to pass with one compare (shm::fast_pkey).
+  uint16_t pkey;
+  uint32_t pkey_fast;
   std::atomic<uint64_t> pending_async;  // bits (1 << ibv_event_type) raised by peers
   RecvQueue rq;
   // Written by the responder.
@@ -462,6 +467,16 @@ struct alignas(64) PortEventLog {
   std::atomic<uint32_t> entry[kPortEventLog];
 };
 
+// The port's P_Key table (shm/port_pkeys.h says who writes and reads it).
+// Layout version 18. `violations` counts requests the port dropped for their
+// P_Key (PortInfo:P_KeyViolations, ibv_port_attr.bad_pkey_cntr).
+inline constexpr unsigned kPKeyTableCap = 32;  // NodeInfo:PartitionCap: one P_KeyTable block
+struct alignas(64) PortPKeys {
+  std::atomic<uint32_t> generation;  // bumped after every change
+  std::atomic<uint16_t> entry[kPKeyTableCap];
+  std::atomic<uint64_t> violations;
+};
+
 struct alignas(4096) SegmentHeader {
   std::atomic<uint64_t> magic;  // stored last by the creator
   uint32_t layout_version;
@@ -490,6 +505,7 @@ struct alignas(4096) SegmentHeader {
   PortLink link;
   Vl15Buffer vl15;
   PortEventLog port_events;
+  PortPKeys pkeys;
 };
 
 }  // namespace softverbs::shm

@@ -12,6 +12,7 @@
 #include <cstring>
 #include <new>
 
+#include "shm/port_pkeys.h"
 #include "shm/port_qos.h"
 #include "util/log.h"
 
@@ -109,6 +110,7 @@ Status Segment::map(int fd, bool create) {
     h.sm_lid = h.external_sm ? 0 : 1;
     h.port_state = h.external_sm ? 2 : 4;
     store_qos(h, default_qos());
+    store_pkeys(h, default_pkeys());
     init_shared_mutex(&h.control);
     h.next_pd_id.store(1);
     h.next_reg_seq.store(1);

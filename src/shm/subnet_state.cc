@@ -12,12 +12,13 @@
 #include <type_traits>
 
 #include "shm/segment.h"
+#include "shm/port_pkeys.h"
 #include "util/log.h"
 
 namespace softverbs::shm {
 namespace {
 
-constexpr uint64_t kSubnetMagic = 0x5356'5355'424e'0004ull;  // "SVSUBN", version 4 (SubnetSwitch::sl2vl)
+constexpr uint64_t kSubnetMagic = 0x5356'5355'424e'0005ull;  // "SVSUBN", version 5 (SubnetSwitch::sl2vl, SubnetPort::pkeys)
 static_assert(std::is_trivially_copyable_v<SubnetNode>, "the file is shared memory");
 
 void init_file(SubnetFile* f) {
@@ -25,6 +26,7 @@ void init_file(SubnetFile* f) {
     for (SubnetPort& p : n.ports) {
       p = SubnetPort{};
       p.qos = default_qos();
+      p.pkeys = default_pkeys();
     }
     n.sw = SubnetSwitch{};
     std::memset(n.sw.lft, kLftUnset, sizeof n.sw.lft);

@@ -22,6 +22,7 @@
 
 #include <pthread.h>
 
+#include <array>
 #include <cstdint>
 #include <functional>
 #include <memory>
@@ -53,6 +54,8 @@ struct SubnetPort {
   // down at both ends until a Set of Polling enables the port again.
   uint8_t phys_disabled = 0;
   QosTables qos;
+  // A CA port's P_Key table (an SM's Set(P_KeyTable)); switches' stay unset.
+  std::array<uint16_t, kPKeyTableCap> pkeys{};
 };
 
 struct SubnetSwitch {

@@ -43,6 +43,7 @@ PacketVerdict request_from_packet(const wire::PacketView& v, const shm::SharedQp
   req.has_imm = info.any(OpFlag::kImmediate);
   req.solicited = bth.solicited;
   req.psn = bth.psn.value();
+  req.pkey = bth.pkey;
   // IBA 10.5.2.5: a multicast datagram (DestQP 0xFFFFFF) is each attached
   // QP's own; the fabric hands it to them one by one. A datagram to QP1 is
   // the GSI agent's the fabric routed it to (src/fabric/gsi_route.h).

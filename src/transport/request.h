@@ -29,6 +29,7 @@ struct Request {
   uint32_t dest_qpn = 0;
   uint32_t src_qpn = 0;     // the requesting QP (RC/UC: the connected peer)
   uint16_t slid = 0;
+  uint16_t pkey = 0xffff;   // BTH P_Key: the requesting QP's (shm/port_pkeys.h)
   uint64_t va = 0;          // RETH / AtomicETH
   uint32_t rkey = 0;
   uint32_t dma_length = 0;  // RETH: length of the whole WRITE or READ (ATOMIC WRITE: 8)

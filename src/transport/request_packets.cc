@@ -49,7 +49,7 @@ RequestPackets::RequestPackets(const SendSide& s, const SendWqe& w, const IoList
   const uint32_t skip = static_cast<uint32_t>(wire::psn_diff(wire::Psn(from_psn), wire::Psn(w.psn)));
 
   wire::Bth& bth = h_.bth;
-  bth.pkey = 0xffff;
+  bth.pkey = s.conn.pkey;
   bth.dest_qp = s.qp.qp_type == IBV_QPT_UD ? w.remote_qpn : s.conn.dest_qpn;
   h_.immdt.value = be32toh(w.imm_data);
   h_.ieth.rkey = w.imm_data;  // SEND WITH INVALIDATE: the R_Key, in host order in the WR

@@ -7,6 +7,7 @@
 #include <cstring>
 #include <optional>
 
+#include "shm/port_pkeys.h"
 #include "shm/rings.h"
 #include "transport/cq_output.h"
 #include "transport/mem_ops.h"
@@ -64,6 +65,7 @@ class Responder {
   bool take_recv_wqe();
   Response receiver_not_ready();
   Response refuse();
+  [[gnu::noinline, gnu::cold]] Response pkey_violation();
   std::optional<RespError> place_send_payload(const IoList& data);
   bool complete_recv(int status, uint32_t byte_len, bool with_imm, ibv_wc_opcode opcode);
   Response on_send();
@@ -494,12 +496,26 @@ Response Responder::refuse() {
   return Response{};
 }
 
+Response Responder::pkey_violation() {
+  shm::count_pkey_violation(seg_.header());
+  SV_LOG_RATELIMITED(kDebug, "QP %#x: request with P_Key %#x, the QP's %#x: dropped", req_.dest_qpn,
+                     static_cast<unsigned>(req_.pkey), static_cast<unsigned>(qp_.pkey));
+  return Response{};
+}
+
 Response Responder::run() {
   // An XRC_SEND QP has no receive side (IBA Annex A14).
   if (!can_receive(qp_, req_.dest_qpn) || qp_.qp_type == IBV_QPT_XRC_SEND) {
     SV_LOG_RATELIMITED(kDebug, "QP %#x: request dropped: state %u", req_.dest_qpn,
                        static_cast<unsigned>(qp_.state.load()));
     return refuse();
+  }
+  // IBA 10.9.3 (C10-130): a request whose P_Key does not match its QP's is
+  // dropped and counted in PortInfo:P_KeyViolations; RC's requester then
+  // runs out of retries. Equal keys of a full member are the common case:
+  // one compare (shm::fast_pkey); anything else is looked at closely.
+  if (static_cast<uint32_t>(req_.pkey) != qp_.pkey_fast) [[unlikely]] {
+    if (!shm::pkeys_match(req_.pkey, qp_.pkey)) return pkey_violation();
   }
   // A connected QP answers only its peer.
   if (connected_qp(qp_.qp_type) && req_.src_qpn != qp_.dest_qpn) {

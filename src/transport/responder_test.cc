@@ -11,6 +11,7 @@
 #include <cstring>
 #include <vector>
 
+#include "shm/port_pkeys.h"
 #include "shm/rings.h"
 #include "transport/nak_table.h"
 #include "transport/response_packets.h"
@@ -601,6 +602,39 @@ TEST_F(ResponderTest, UcGapLosesTheMessageAndTheNextOneArrives) {
   EXPECT_EQ(c.byte_len, 5u);
   EXPECT_EQ(std::memcmp(mem_.data(), "hello", 5), 0);
   EXPECT_EQ(qp_state(), IBV_QPS_RTS);
+}
+
+// IBA 10.9.3: a request whose P_Key does not match the QP's is dropped,
+// nothing executed, and counted in PortInfo:P_KeyViolations.
+TEST_F(ResponderTest, PKeyMismatchIsDroppedAndCounted) {
+  shm::SharedQp& qp = seg_->qp(kQpSlot);
+  auto set_own = [&qp](uint16_t own) {
+    qp.pkey = own;
+    qp.pkey_fast = shm::fast_pkey(own);
+  };
+  set_own(0x8001);
+  post_recv(1, 0, 64);
+  shm::Cqe c;
+  Request r = base(ReqKind::kSend, 100);
+  r.pkey = 0x8002;  // another partition
+  EXPECT_EQ(send(r, "other").kind, Response::Kind::kDrop);
+  EXPECT_FALSE(pop(&c));
+  EXPECT_EQ(shm::pkey_violations(seg_->header()), 1);
+  EXPECT_EQ(seg_->qp(kQpSlot).resp.epsn, 100u) << "nothing executed";
+  r.pkey = 0x0001;  // a limited member of ours: a full member talks to it
+  EXPECT_EQ(send(r, "limited").kind, Response::Kind::kAck);
+  ASSERT_TRUE(pop(&c));
+  EXPECT_EQ(c.wr_id, 1u);
+  // Two limited members of one partition never talk.
+  set_own(0x0001);
+  post_recv(2, 0, 64);
+  r = base(ReqKind::kSend, 101);
+  r.pkey = 0x0001;
+  EXPECT_EQ(send(r, "both limited").kind, Response::Kind::kDrop);
+  EXPECT_EQ(shm::pkey_violations(seg_->header()), 2);
+  r.pkey = 0x8001;
+  EXPECT_EQ(send(r, "full").kind, Response::Kind::kAck);
+  EXPECT_EQ(shm::pkey_violations(seg_->header()), 2);
 }
 
 TEST_F(ResponderTest, UdChecksQkeyAndPlacesGrhRoom) {

@@ -35,7 +35,7 @@ void answer_request(const shm::SharedQp& qp, const Request& req, const Response&
   uint8_t buf[wire::kMaxPacketBytes];
   wire::TransportHeaders h;
   h.bth.dest_qp = qp.dest_qpn;
-  h.bth.pkey = 0xffff;
+  h.bth.pkey = qp.pkey;
   auto acknowledge = [&](const wire::Aeth& aeth, uint32_t psn) {
     h.aeth = aeth;
     h.bth.opcode = response_opcode(transport, F::kAck | F::kOnly);

@@ -4,7 +4,10 @@
 #include <unistd.h>
 
 #include <cerrno>
+#include <atomic>
 #include <new>
+
+#include "shm/port_pkeys.h"
 
 namespace softverbs::verbs {
 
@@ -74,6 +77,18 @@ Status Context::next_async(AsyncRecord* out) {
     if (n < 0 && errno == EINTR) continue;
     return Status::error(n < 0 ? errno : EIO);
   }
+}
+
+namespace {
+std::atomic<SubnetPKeyAt> g_subnet_pkey_at{nullptr};
+}  // namespace
+
+void set_subnet_pkey_at(SubnetPKeyAt reader) { g_subnet_pkey_at.store(reader, std::memory_order_release); }
+
+uint16_t pkey_at(Context& ctx, unsigned index) {
+  if (ctx.ca() == 0) return shm::pkey_at(ctx.device().seg().header(), index);
+  const SubnetPKeyAt reader = g_subnet_pkey_at.load(std::memory_order_acquire);
+  return reader != nullptr ? reader(ctx.device().seg(), ctx.ca(), index) : 0;
 }
 
 }  // namespace softverbs::verbs

@@ -68,4 +68,12 @@ class Context {
   bool subnet_ = false;
 };
 
+// Another CA's P_Key table is the subnet's (mad/ca_devices.h), which the
+// verbs layer does not include: the ABI layer hands in its reader when it
+// lists the topology's CAs.
+using SubnetPKeyAt = uint16_t (*)(const shm::Segment& seg, unsigned ca, unsigned index);
+void set_subnet_pkey_at(SubnetPKeyAt reader);
+// The P_Key at `index` of the context's port (0, invalid, past the table).
+uint16_t pkey_at(Context& ctx, unsigned index);
+
 }  // namespace softverbs::verbs

@@ -4,6 +4,7 @@
 #include <cstring>
 
 #include "shm/port_link.h"
+#include "shm/port_pkeys.h"
 #include "shm/port_qos.h"
 #include "util/time.h"
 #include "verbs/dm.h"
@@ -55,7 +56,7 @@ void fill_device_attr(const shm::Segment& seg, ibv_device_attr* a) {
   a->max_srq = static_cast<int>(shm::kMaxSrqs);
   a->max_srq_wr = static_cast<int>(shm::kMaxSrqWr);
   a->max_srq_sge = static_cast<int>(shm::kMaxSge);
-  a->max_pkeys = 1;
+  a->max_pkeys = static_cast<uint16_t>(shm::kPKeyTableCap);  // NodeInfo:PartitionCap
   a->local_ca_ack_delay = 15;
   a->phys_port_cnt = 1;
 }
@@ -100,9 +101,9 @@ void fill_port_attr(const shm::Segment& seg, ibv_port_attr* p) {
   p->port_cap_flags = IBV_PORT_SM | IBV_PORT_SYS_IMAGE_GUID_SUP | IBV_PORT_CM_SUP | IBV_PORT_EXTENDED_SPEEDS_SUP |
                       IBV_PORT_SL_MAP_SUP;
   p->max_msg_sz = shm::kMaxMsgSize;
-  p->bad_pkey_cntr = 0;
+  p->bad_pkey_cntr = shm::pkey_violations(seg.header());
   p->qkey_viol_cntr = 0;
-  p->pkey_tbl_len = 1;
+  p->pkey_tbl_len = static_cast<uint16_t>(shm::kPKeyTableCap);
   p->lid = seg.header().lid;
   p->sm_lid = seg.header().sm_lid;
   // IBA PortState and ibv_port_state share their encoding (2 INIT ... 4 ACTIVE).

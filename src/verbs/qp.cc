@@ -7,6 +7,7 @@
 
 #include "fabric/fabrics.h"
 #include "shm/limits.h"
+#include "shm/port_pkeys.h"
 #include "shm/process_registry.h"
 #include "shm/rings.h"
 #include "shm/slot_reset.h"
@@ -215,6 +216,9 @@ Result<Qp*> Qp::create(Context* ctx, ibv_qp_init_attr_ex* a) {
   s.state.store(IBV_QPS_RESET);
   s.port_num = 1;
   s.ca = ctx->ca();
+  s.pkey_index = 0;
+  s.pkey = shm::kDefaultPKey;
+  s.pkey_fast = shm::fast_pkey(s.pkey);
   s.path_mtu = IBV_MTU_4096;
   s.pd_id = qp->pd_ != nullptr ? qp->pd_->id : 0;
   s.recv_cq = qp->recv_cq_ != nullptr ? qp->recv_cq_->slot() : 0;
@@ -331,7 +335,7 @@ Result<Qp*> Qp::open(Context* ctx, const ibv_qp_open_attr& a) {
 Status Qp::validate_attrs(const ibv_qp_attr& a, int mask, ibv_qp_state cur, ibv_qp_state next) {
   SV_RETURN_IF_ERROR(check_qp_transition(static_cast<ibv_qp_type>(shared_->qp_type), cur, next, mask));
   if ((mask & IBV_QP_PORT) && a.port_num != 1) return Status::error(EINVAL);
-  if ((mask & IBV_QP_PKEY_INDEX) && a.pkey_index != 0) return Status::error(EINVAL);  // one P_Key
+  if ((mask & IBV_QP_PKEY_INDEX) && a.pkey_index >= shm::kPKeyTableCap) return Status::error(EINVAL);
   if ((mask & IBV_QP_PATH_MTU) && (!valid_mtu(static_cast<int>(util::raw_enum(a.path_mtu))) ||
                                    util::raw_enum(a.path_mtu) > static_cast<unsigned>(port_config().mtu)))
     return Status::error(EINVAL);
@@ -389,6 +393,8 @@ void Qp::apply(const ibv_qp_attr& a, int mask, ibv_qp_state next, transport::Lin
     std::memset(static_cast<void*>(&s.resp), 0, sizeof s.resp);
     s.access_flags.store(0, std::memory_order_relaxed);
     s.qkey = s.pkey_index = s.dlid = s.dest_qpn = 0;
+    s.pkey = shm::kDefaultPKey;
+    s.pkey_fast = shm::fast_pkey(s.pkey);
     s.path_mtu = IBV_MTU_4096;
     s.port_num = 1;
     s.max_dest_rd_atomic = 0;
@@ -397,6 +403,13 @@ void Qp::apply(const ibv_qp_attr& a, int mask, ibv_qp_state next, transport::Lin
     last_wqe_reported_.store(false, std::memory_order_relaxed);  // the next Error reports it again
   }
   if (mask & IBV_QP_PKEY_INDEX) s.pkey_index = a.pkey_index;
+  // The QP keeps the P_Key it found at its index (IBA 10.9.3: it is the
+  // QP's, not looked up per packet); an SM's later change reaches it at its
+  // next move to INIT or RTR or a new index, so the data path reads no table.
+  if ((mask & IBV_QP_PKEY_INDEX) || next == IBV_QPS_INIT || next == IBV_QPS_RTR) {
+    conn.pkey = s.pkey = pkey_at(*ctx_, s.pkey_index);
+    s.pkey_fast = shm::fast_pkey(s.pkey);
+  }
   if (mask & IBV_QP_PORT) s.port_num = a.port_num;
   if (mask & IBV_QP_ACCESS_FLAGS) s.access_flags.store(a.qp_access_flags, std::memory_order_relaxed);
   if (mask & IBV_QP_QKEY) s.qkey = a.qkey;

@@ -9,6 +9,7 @@
 #include <filesystem>
 #include <system_error>
 
+#include "shm/port_pkeys.h"
 #include "verbs/device_attrs.h"
 #include "verbs/port_config.h"
 
@@ -90,7 +91,12 @@ bool write_sysfs_port(const std::string& port_dir, const shm::Segment& seg) {
   ok &= write_file(port / "cap_mask", buf);
   ok &= write_file(port / "link_layer", eth ? "Ethernet" : "InfiniBand");
   ok &= write_file(port / "rate", port_rate_text(a));
-  ok &= write_file(port / "pkeys" / "0", "0xffff");
+  // As the kernel's: one file per entry of the table, invalid ones included.
+  const shm::PKeyTable pkeys = shm::load_pkeys(seg.header());
+  for (unsigned i = 0; i < pkeys.size() && i < a.pkey_tbl_len; ++i) {
+    std::snprintf(buf, sizeof buf, "0x%04x", pkeys[i]);
+    ok &= write_file(port / "pkeys" / std::to_string(i), buf);
+  }
   for (int i = 0; i < port_gid_count(); ++i) {
     ibv_gid gid;
     if (!port_gid(seg, i, &gid)) break;

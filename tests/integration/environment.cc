@@ -57,7 +57,9 @@ bool owned_device_file(const std::string& path) {
   return path.rfind("/dev/shm/softverbs-itest-", 0) == 0;
 }
 
-// The segment and the sysfs tree beside it (src/abi/ibverbs/sysfs_tree.h).
+// The segment and the sysfs tree beside it (src/abi/ibverbs/sysfs_tree.h),
+// and what an SM run against it leaves there (partition_test.cc's opensm):
+// the issm FIFO (verbs/issm.h) and the user agents' directory.
 void remove_device_file(const std::string& path) {
   if (!owned_device_file(path)) return;
   if (::unlink(path.c_str()) != 0 && errno != ENOENT) {
@@ -65,6 +67,8 @@ void remove_device_file(const std::string& path) {
   }
   std::error_code ec;
   std::filesystem::remove_all(path + ".sysfs", ec);
+  std::filesystem::remove_all(path + ".agents", ec);
+  std::filesystem::remove(path + ".issm1", ec);
 }
 
 // Runs in the probe child; returns "" when the device is usable.

@@ -7,7 +7,6 @@
 // PORT_ACTIVE, the sysfs tree shows the new values, and data flows.
 // Runs as the integration.port-state entry (SOFTVERBS_SM=none); elsewhere,
 // or without infiniband-diags, it skips.
-#include <dlfcn.h>
 #include <gtest/gtest.h>
 #include <poll.h>
 
@@ -16,6 +15,7 @@
 #include <set>
 #include <string>
 
+#include "debian_tools.h"
 #include "harness.h"
 #include "sysfs_files.h"
 #include "verbs_fixture.h"
@@ -24,32 +24,6 @@ extern "C" const char* ibv_get_sysfs_path(void);
 
 namespace softverbs::integration {
 namespace {
-
-#if defined(__SANITIZE_ADDRESS__)
-extern "C" void __asan_init();
-// Debian's tools are not instrumented, and our libraries in this tree are:
-// the ASan runtime must be loaded first (and the tools' own leaks are not
-// ours to report).
-std::string tool_env() {
-  Dl_info info{};
-  if (dladdr(reinterpret_cast<void*>(&__asan_init), &info) == 0 || info.dli_fname == nullptr) return "";
-  return std::string("env LD_PRELOAD=") + info.dli_fname + " ASAN_OPTIONS=detect_leaks=0 ";
-}
-#else
-std::string tool_env() { return ""; }
-#endif
-
-// Debian's tool against our libibumad (beside our libibverbs); its exit status.
-int tool(const std::string& args, std::string* out = nullptr) {
-  const std::string cmd = "timeout 20 " + tool_env() + args + " 2>&1";
-  FILE* p = popen(cmd.c_str(), "r");
-  if (p == nullptr) return -1;
-  char buf[512];
-  while (std::fgets(buf, sizeof buf, p) != nullptr)
-    if (out != nullptr) *out += buf;
-  const int rc = pclose(p);
-  return WIFEXITED(rc) ? WEXITSTATUS(rc) : -1;
-}
 
 uint64_t xmit_discards() {
   std::string out;

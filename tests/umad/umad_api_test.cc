@@ -99,8 +99,9 @@ TEST(UmadDiscovery, CaAndPortAsTheDeviceReportsThem) {
   EXPECT_EQ(ca.ports[1]->base_lid, 1u);
   EXPECT_EQ(ca.ports[1]->sm_lid, 1u);
   EXPECT_STREQ(ca.ports[1]->link_layer, "InfiniBand");
-  ASSERT_EQ(ca.ports[1]->pkeys_size, 1u);
+  ASSERT_EQ(ca.ports[1]->pkeys_size, 32u);  // NodeInfo:PartitionCap, ibv_query_port's pkey_tbl_len
   EXPECT_EQ(ca.ports[1]->pkeys[0], 0xffff);
+  EXPECT_EQ(ca.ports[1]->pkeys[1], 0);
   __be64 guids[4];
   ASSERT_EQ(umad_get_ca_portguids("softverbs0", guids, 4), 2);
   EXPECT_EQ(guids[0], 0u);

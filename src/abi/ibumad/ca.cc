@@ -13,6 +13,7 @@
 #include "abi/ibumad/umad_abi.h"
 #include "mad/agent.h"
 #include "mad/qos_config_file.h"
+#include "shm/port_pkeys.h"
 #include "verbs/device_attrs.h"
 #include "verbs/issm.h"
 #include "verbs/port_config.h"
@@ -43,8 +44,12 @@ void fill_port(const shm::Segment& seg, const char* ca, int portnum, umad_port_t
   // rdma-core reads ports/N/pkeys/*: host-order values.
   port->pkeys_size = static_cast<unsigned>(a.pkey_tbl_len);
   port->pkeys = static_cast<uint16_t*>(std::calloc(port->pkeys_size, sizeof(uint16_t)));
-  if (port->pkeys != nullptr) port->pkeys[0] = 0xffff;
-  else port->pkeys_size = 0;
+  if (port->pkeys != nullptr) {
+    const shm::PKeyTable t = shm::load_pkeys(seg.header());
+    for (unsigned i = 0; i < port->pkeys_size && i < t.size(); ++i) port->pkeys[i] = t[i];
+  } else {
+    port->pkeys_size = 0;
+  }
   std::snprintf(port->link_layer, sizeof port->link_layer, "%s",
                 a.link_layer == IBV_LINK_LAYER_ETHERNET ? "Ethernet" : "InfiniBand");
 }

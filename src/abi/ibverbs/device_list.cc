@@ -79,6 +79,7 @@ bool subnet_carries(const softverbs::shm::Segment& seg, uint8_t from, const ibv_
 unsigned device_count(const softverbs::shm::Segment& seg) {
   if (softverbs::mad::loaded_subnet_of(seg) == nullptr) return 1;
   softverbs::fabric::set_subnet_route(subnet_carries);
+  softverbs::verbs::set_subnet_pkey_at(softverbs::mad::ca_device_pkey);
   return std::min(softverbs::mad::ca_device_count(seg), kMaxDevices);
 }
 

@@ -7,6 +7,7 @@
 #include "abi/ibverbs/abi.h"
 #include "mad/ca_devices.h"
 #include "mad/port_view.h"
+#include "shm/port_pkeys.h"
 #include "util/time.h"
 #include "verbs/context.h"
 #include "verbs/device_attrs.h"
@@ -118,16 +119,33 @@ SV_EXPORT int ibv_query_gid(ibv_context* ctx, uint8_t port, int index, ibv_gid* 
   return gid_of(ctx, index, gid) ? 0 : -1;
 }
 
+namespace {
+// The context's port's table: the device's own, or another CA's in the subnet.
+softverbs::shm::PKeyTable pkeys_of(ibv_context* ctx) {
+  const unsigned ca = Context::from(ctx)->ca();
+  if (ca == 0) return softverbs::shm::load_pkeys(seg_of(ctx).header());
+  softverbs::mad::PortView v;
+  if (!softverbs::mad::ca_device_port(seg_of(ctx), ca, &v)) return {};
+  return v.pkeys;
+}
+}  // namespace
+
 SV_EXPORT int ibv_query_pkey(ibv_context* ctx, uint8_t port, int index, __be16* pkey) {
-  if (ctx == nullptr || pkey == nullptr || port != 1 || index != 0) return -1;
-  *pkey = htobe16(0xffff);  // the default full-member P_Key (IBA 10.9.1.2)
+  if (ctx == nullptr || pkey == nullptr || port != 1 || index < 0 ||
+      static_cast<unsigned>(index) >= softverbs::shm::kPKeyTableCap)
+    return -1;
+  // The table an SM programs (shm/port_pkeys.h); index 0 boots as 0xFFFF.
+  *pkey = htobe16(pkeys_of(ctx)[static_cast<unsigned>(index)]);
   return 0;
 }
 
 SV_EXPORT int ibv_get_pkey_index(ibv_context* ctx, uint8_t port, __be16 pkey) {
   if (ctx == nullptr || port != 1) return -1;
-  // Membership bit aside, the only P_Key is the default one.
-  return (be16toh(pkey) & 0x7fff) == 0x7fff ? 0 : -1;
+  // As rdma-core's: the first entry equal to `pkey`, membership bit included.
+  const softverbs::shm::PKeyTable t = pkeys_of(ctx);
+  for (unsigned i = 0; i < t.size(); ++i)
+    if (t[i] == be16toh(pkey)) return static_cast<int>(i);
+  return -1;
 }
 
 // rdma-core's private enum ibv_gid_type_sysfs (driver.h, not installed): 0 is

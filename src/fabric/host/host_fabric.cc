@@ -334,6 +334,7 @@ ibv_wc_status HostFabric::transmit(transport::SendSide& s, transport::SendWqe& w
   req.dest_qpn = dest_qpn;
   req.src_qpn = ud && s.qp.wire_src_qpn != 0 ? s.qp.wire_src_qpn : s.qp.qpn;
   req.slid = seg.header().lid;
+  req.pkey = s.conn.pkey;
   if (target.subnet) [[unlikely]]
     req.slid = target.source.lid;
   req.imm = w.imm_data;
@@ -477,6 +478,7 @@ uint32_t HostFabric::place_at_post(transport::SendSide& s, const ibv_send_wr& wr
   req.dest_qpn = s.conn.dest_qpn;
   req.src_qpn = s.qp.qpn;
   req.slid = seg.header().lid;
+  req.pkey = s.conn.pkey;
   req.dma_length = static_cast<uint32_t>(length);
   req.payload = {iov, count, length};
   if (send) {

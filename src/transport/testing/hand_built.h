@@ -9,6 +9,7 @@
 #include <cstdint>
 #include <new>
 
+#include "shm/port_pkeys.h"
 #include "shm/rings.h"
 #include "shm/segment.h"
 #include "transport/notifier.h"
@@ -56,6 +57,7 @@ struct QpShape {
   uint32_t send_cq = shm::kMaxCqs;
   uint32_t epsn = 0;
   uint32_t qkey = 0;
+  uint16_t pkey = 0xffff;      // the default partition, as a modify to INIT gives it
   uint8_t path_mtu = 0;        // enum ibv_mtu; 0: not set
   uint8_t min_rnr_timer = 0;
   uint32_t rq_capacity = 0;    // 0: no receive queue
@@ -79,6 +81,8 @@ inline shm::SharedQp& make_qp(shm::Segment& seg, uint32_t slot, const QpShape& s
   qp.recv_cq = shape.recv_cq;
   qp.send_cq = shape.send_cq;
   qp.qkey = shape.qkey;
+  qp.pkey = shape.pkey;
+  qp.pkey_fast = shm::fast_pkey(shape.pkey);
   qp.path_mtu = shape.path_mtu;
   qp.min_rnr_timer.store(shape.min_rnr_timer);
   qp.resp.epsn = shape.epsn;

@@ -1,0 +1,40 @@
+// Running Debian's infiniband-diags and opensm against our libraries from a
+// test (port_state_test.cc, partition_test.cc), bounded in time.
+#pragma once
+
+#include <dlfcn.h>
+#include <sys/wait.h>
+
+#include <cstdio>
+#include <string>
+
+namespace softverbs::integration {
+
+#if defined(__SANITIZE_ADDRESS__)
+extern "C" void __asan_init();
+// Debian's tools are not instrumented, and our libraries in this tree are:
+// the ASan runtime must be loaded first (and the tools' own leaks are not
+// ours to report).
+inline std::string tool_env() {
+  Dl_info info{};
+  if (dladdr(reinterpret_cast<void*>(&__asan_init), &info) == 0 || info.dli_fname == nullptr) return "";
+  return std::string("env LD_PRELOAD=") + info.dli_fname + " ASAN_OPTIONS=detect_leaks=0 ";
+}
+#else
+inline std::string tool_env() { return ""; }
+#endif
+
+// Debian's tool against our libibumad (beside our libibverbs), killed after
+// `seconds`; its exit status, its output appended to `out`.
+inline int tool(const std::string& args, std::string* out = nullptr, int seconds = 20) {
+  const std::string cmd = "timeout " + std::to_string(seconds) + " " + tool_env() + args + " 2>&1";
+  FILE* p = popen(cmd.c_str(), "r");
+  if (p == nullptr) return -1;
+  char buf[512];
+  while (std::fgets(buf, sizeof buf, p) != nullptr)
+    if (out != nullptr) *out += buf;
+  const int rc = pclose(p);
+  return WIFEXITED(rc) ? WEXITSTATUS(rc) : -1;
+}
+
+}  // namespace softverbs::integration

@@ -98,7 +98,7 @@ export SOFTVERBS_TOPOLOGY=$work/fabric.net
 sm_sweep() {
   command -v opensm >/dev/null || { echo "SKIP: opensm is not installed"; exit 77; }
   local rc=0
-  OSM_CACHE_DIR=$work timeout 60 opensm -o -f "$work/opensm.log" >"$work/opensm.out" 2>&1 || rc=$?
+  OSM_CACHE_DIR=$work timeout 60 opensm -o ${osm_partitions:+-P "$osm_partitions"} -f "$work/opensm.log" >"$work/opensm.out" 2>&1 || rc=$?
   [ $rc -eq 0 ] || { tail -50 "$work/opensm.log" >&2; fail "opensm -o exited $rc"; }
   grep -q "SUBNET UP" "$work/opensm.log" || { tail -50 "$work/opensm.log" >&2; fail "opensm: no SUBNET UP"; }
 }
@@ -258,7 +258,7 @@ case $scenario in
     grep -q 'State: Initializing' "$work/stat0" || { cat "$work/stat0" >&2; fail "ibstat does not show INIT"; }
     # One sweep (-o), then it exits; its cache and log stay in $work.
     rc=0
-    OSM_CACHE_DIR=$work timeout 60 opensm -o -f "$work/opensm.log" >"$work/opensm.out" 2>&1 || rc=$?
+    OSM_CACHE_DIR=$work timeout 60 opensm -o ${osm_partitions:+-P "$osm_partitions"} -f "$work/opensm.log" >"$work/opensm.out" 2>&1 || rc=$?
     [ $rc -eq 0 ] || { tail -50 "$work/opensm.log" >&2; fail "opensm -o exited $rc"; }
     grep -q "SUBNET UP" "$work/opensm.log" || { tail -50 "$work/opensm.log" >&2; fail "opensm: no SUBNET UP"; }
     # Every port with a link is ACTIVE with a LID of its own, the SM's LID set.
@@ -511,7 +511,7 @@ case $scenario in
     grep -q 'PORT_INIT' "$work/dev0" && grep -q 'port_lid:[[:space:]]*0$' "$work/dev0" ||
       { cat "$work/dev0" >&2; fail "the port is not INIT with LID 0"; }
     rc=0
-    OSM_CACHE_DIR=$work timeout 60 opensm -o -f "$work/opensm.log" >"$work/opensm.out" 2>&1 || rc=$?
+    OSM_CACHE_DIR=$work timeout 60 opensm -o ${osm_partitions:+-P "$osm_partitions"} -f "$work/opensm.log" >"$work/opensm.out" 2>&1 || rc=$?
     [ $rc -eq 0 ] || { tail -50 "$work/opensm.log" >&2; fail "opensm -o exited $rc"; }
     run dev1 ibv_devinfo
     grep -q 'port_lid:[[:space:]]*[1-9]' "$work/dev1" || { cat "$work/dev1" >&2; fail "opensm gave no LID"; }
@@ -877,7 +877,8 @@ case $scenario in
     # ibv_rc_pingpong refuses LID 0) Debian's ibv_rc_pingpong between
     # softverbs1 and softverbs2 ends in a retry-exceeded error; after
     # opensm -o it passes, by LID and by GID (and ibv_ud_pingpong with a
-    # GRH); once ibportstate disables the
+    # GRH), and opensm's partitions give softverbs2 alone Blue's P_Key (read
+    # by tests/conformance/pkey_tables.cc); once ibportstate disables the
     # leaf-a port ibtracert shows on their route it fails again, while
     # softverbs0 and softverbs1 (both on leaf-a) still pass. Each server is
     # killed by PID.
@@ -932,7 +933,14 @@ case $scenario in
     run setlid1 ibportstate -D 0,1,2 1 lid 20
     run setlid2 ibportstate -D 0,1,7,1 1 lid 21
     must_fail pp0 softverbs1 softverbs2
-    sm_sweep
+    # A partition of host-2's port alone (its port GUID: its node GUID + 1):
+    # softverbs2 alone reads 0x8001 from its CA's table in the subnet.
+    printf 'Default=0x7fff : ALL=full ;\nBlue=0x0001 : 0x0011750000000301=full ;\n' >"$work/partitions.conf"
+    osm_partitions=$work/partitions.conf sm_sweep
+    pkey_tool=$lib/../bin/softverbs_pkey_tables
+    run pkeys "$pkey_tool"
+    grep -q '^softverbs2 [0-9]* 0x8001$' "$work/pkeys" && grep -q '^softverbs1 0 0xffff$' "$work/pkeys" &&
+      ! grep -q '^softverbs[013] .* 0x8001$' "$work/pkeys" || { cat "$work/pkeys" >&2; fail "P_Keys: Blue is not softverbs2's alone"; }
     run net ibnetdiscover
     lid1=$(lid_of host-1)
     lid2=$(lid_of host-2)

@@ -21,6 +21,7 @@
 
 #include "debian_tools.h"
 #include "harness.h"
+#include "port_events_wait.h"
 #include "sysfs_files.h"
 #include "verbs_fixture.h"
 
@@ -120,21 +121,6 @@ ibv_wc_status send_between(ibv_context* ctx, uint16_t lid, uint16_t from_index, 
   ibv_destroy_cq(cq);
   ibv_dealloc_pd(pd);
   return result;
-}
-
-// The port events that reach `ctx` until all of `want` came or the deadline.
-std::set<int> port_events(ibv_context* ctx, const std::set<int>& want) {
-  std::set<int> got;
-  Deadline d = Deadline::op();
-  while (!std::includes(got.begin(), got.end(), want.begin(), want.end()) && !d.expired()) {
-    pollfd p{ctx->async_fd, POLLIN, 0};
-    if (poll(&p, 1, d.poll_ms(100)) <= 0) continue;
-    ibv_async_event e{};
-    if (ibv_get_async_event(ctx, &e) != 0) continue;
-    got.insert(e.event_type);
-    ibv_ack_async_event(&e);
-  }
-  return got;
 }
 
 uint16_t pkey_at(ibv_context* ctx, int index) {

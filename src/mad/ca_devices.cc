@@ -5,6 +5,7 @@
 #include "mad/agent.h"
 #include "mad/data_route.h"
 #include "mad/subnet_sma.h"
+#include "verbs/device_attrs.h"
 
 namespace softverbs::mad {
 namespace {
@@ -32,6 +33,21 @@ bool ca_device_port(const shm::Segment& seg, unsigned device, PortView* out) {
   shm::SubnetLock lock(*s.state);
   s.local = port_view(seg);
   *out = subnet_port_view(s, static_cast<unsigned>(device_nodes(s)[device]), 1, 1);
+  return true;
+}
+
+bool fill_ca_device_port_attr(const shm::Segment& seg, unsigned device, ibv_port_attr* attr, PortView* view) {
+  verbs::fill_port_attr(seg, attr);
+  PortView v;
+  if (device == 0 || !ca_device_port(seg, device, &v)) return false;
+  attr->lid = v.lid;
+  attr->sm_lid = v.sm_lid;
+  attr->sm_sl = v.sm_sl;
+  attr->lmc = v.lmc;
+  attr->state = static_cast<ibv_port_state>(v.port_state);
+  attr->phys_state = v.phys_state;
+  attr->port_cap_flags = v.cap_mask;
+  if (view != nullptr) *view = v;
   return true;
 }
 

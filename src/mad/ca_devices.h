@@ -8,6 +8,8 @@
 // path: never the default device's data path, which needs none of this).
 #pragma once
 
+#include <infiniband/verbs.h>
+
 #include <cstdint>
 
 #include "mad/port_view.h"
@@ -22,6 +24,13 @@ unsigned ca_device_count(const shm::Segment& seg);
 // SMA reports it (GUIDs, LID, SM LID, SM SL, LMC, state). False: no such
 // device.
 bool ca_device_port(const shm::Segment& seg, unsigned device, PortView* out);
+
+// ibv_query_port's answer for device `device`: what every port of the
+// device shares (speeds, MTU, VLs) with, for another CA, its own LID, SM
+// LID, SM SL, LMC, state and capabilities. `*view` (when given) gets that
+// CA's port; false for the device's own CA or no such device.
+bool fill_ca_device_port_attr(const shm::Segment& seg, unsigned device, ibv_port_attr* attr,
+                              PortView* view = nullptr);
 
 // The P_Key at `index` of device `device`'s port (0: none, no such device).
 uint16_t ca_device_pkey(const shm::Segment& seg, unsigned device, unsigned index);

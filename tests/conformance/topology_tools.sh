@@ -877,7 +877,9 @@ case $scenario in
     # ibv_rc_pingpong refuses LID 0) Debian's ibv_rc_pingpong between
     # softverbs1 and softverbs2 ends in a retry-exceeded error; after
     # opensm -o it passes, by LID and by GID (and ibv_ud_pingpong with a
-    # GRH), and opensm's partitions give softverbs2 alone Blue's P_Key (read
+    # GRH), ibstat describes the CAs (perfquery cannot open softverbs1: MADs
+    # leave from softverbs0 alone), and opensm's partitions give softverbs2
+    # alone Blue's P_Key (read
     # by tests/conformance/pkey_tables.cc); once ibportstate disables the
     # leaf-a port ibtracert shows on their route it fails again, while
     # softverbs0 and softverbs1 (both on leaf-a) still pass. Each server is
@@ -948,6 +950,16 @@ case $scenario in
     run di1 ibv_devinfo -d softverbs2
     grep -q 'PORT_ACTIVE' "$work/di1" && grep -q "port_lid:[[:space:]]*$lid2\$" "$work/di1" ||
       { cat "$work/di1" >&2; fail "softverbs2 is not ACTIVE with LID $lid2"; }
+    # libibumad describes the same CAs (ibstat), but opens only softverbs0's
+    # port for MADs: the subnet is managed from there.
+    run cas ibstat -l
+    [ "$(tr '\n' ' ' <"$work/cas")" = "softverbs0 softverbs1 softverbs2 softverbs3 " ] ||
+      { cat "$work/cas" >&2; fail "ibstat -l does not list the 4 CAs"; }
+    run st2 ibstat softverbs2
+    grep -q 'State: Active' "$work/st2" && grep -q "Base lid: $lid2\$" "$work/st2" &&
+      grep -q 'Port GUID: 0x0011750000000301' "$work/st2" || { cat "$work/st2" >&2; fail "ibstat softverbs2"; }
+    ! timeout 10 perfquery -C softverbs1 >"$work/pq1" 2>&1 && grep -q "can't open UMAD port" "$work/pq1" ||
+      { cat "$work/pq1" >&2; fail "perfquery -C softverbs1 did not fail to open the port"; }
     must_pass pp1 softverbs1 softverbs2
     must_pass pp1g softverbs1 softverbs2 -g 0
     must_pass pp1d softverbs0 softverbs2

@@ -12,6 +12,7 @@
 
 #include "abi/ibumad/umad_abi.h"
 #include "mad/agent.h"
+#include "mad/ca_devices.h"
 #include "mad/qos_config_file.h"
 #include "shm/port_pkeys.h"
 #include "verbs/device_attrs.h"
@@ -23,9 +24,10 @@ namespace {
 
 constexpr unsigned kNodeTypeCa = 1;
 
-void fill_port(const shm::Segment& seg, const char* ca, int portnum, umad_port_t* port) {
+void fill_port(const shm::Segment& seg, unsigned device, const char* ca, int portnum, umad_port_t* port) {
   ibv_port_attr a;
-  verbs::fill_port_attr(seg, &a);
+  mad::PortView other;
+  const bool is_other = mad::fill_ca_device_port_attr(seg, device, &a, &other);
   std::memset(port, 0, sizeof *port);
   std::snprintf(port->ca_name, sizeof port->ca_name, "%s", ca);
   port->portnum = portnum;
@@ -40,18 +42,23 @@ void fill_port(const shm::Segment& seg, const char* ca, int portnum, umad_port_t
   ibv_gid gid;
   verbs::port_gid(seg, 0, &gid);
   port->gid_prefix = gid.global.subnet_prefix;
-  port->port_guid = seg.header().port_guid;
+  port->port_guid = is_other ? htobe64(other.port_guid) : seg.header().port_guid;
   // rdma-core reads ports/N/pkeys/*: host-order values.
   port->pkeys_size = static_cast<unsigned>(a.pkey_tbl_len);
   port->pkeys = static_cast<uint16_t*>(std::calloc(port->pkeys_size, sizeof(uint16_t)));
   if (port->pkeys != nullptr) {
-    const shm::PKeyTable t = shm::load_pkeys(seg.header());
+    const shm::PKeyTable t = is_other ? other.pkeys : shm::load_pkeys(seg.header());
     for (unsigned i = 0; i < port->pkeys_size && i < t.size(); ++i) port->pkeys[i] = t[i];
   } else {
     port->pkeys_size = 0;
   }
   std::snprintf(port->link_layer, sizeof port->link_layer, "%s",
                 a.link_layer == IBV_LINK_LAYER_ETHERNET ? "Ethernet" : "InfiniBand");
+}
+
+// The name ibv_get_device_list gives listed CA `index`.
+std::string ca_name(unsigned index) {
+  return index == 0 ? verbs::port_config().device_name : "softverbs" + std::to_string(index);
 }
 
 }  // namespace
@@ -74,6 +81,17 @@ const char* resolve_ca(const char* name) {
   return nullptr;
 }
 
+unsigned listed_cas() { return segment() == nullptr ? 0 : mad::ca_device_count(*segment()); }
+
+int listed_ca(const char* name) {
+  const unsigned n = listed_cas();
+  if (n == 0) return -1;
+  if (name == nullptr || name[0] == '\0') return 0;
+  for (unsigned i = 0; i < n; ++i)
+    if (ca_name(i) == name) return static_cast<int>(i);
+  return -1;
+}
+
 int resolve_port(int portnum) { return portnum == 0 || portnum == 1 ? 1 : -1; }
 
 }  // namespace softverbs::umad
@@ -84,29 +102,35 @@ SV_UMAD_EXPORT int umad_init(void) { return 0; }
 SV_UMAD_EXPORT int umad_done(void) { return 0; }
 
 SV_UMAD_EXPORT int umad_get_cas_names(char cas[][UMAD_CA_NAME_LEN], int max) {
-  const char* ca = resolve_ca(nullptr);
-  if (ca == nullptr || max < 1) return 0;
-  std::snprintf(cas[0], UMAD_CA_NAME_LEN, "%s", ca);
-  return 1;
+  const unsigned n = listed_cas();
+  int i = 0;
+  for (; i < max && static_cast<unsigned>(i) < n; ++i)
+    std::snprintf(cas[i], UMAD_CA_NAME_LEN, "%s", ca_name(static_cast<unsigned>(i)).c_str());
+  return i;
 }
 
 SV_UMAD_EXPORT int umad_get_ca_portguids(const char* ca_name, __be64* portguids, int max) {
-  if (resolve_ca(ca_name) == nullptr) return -ENODEV;
+  const int index = listed_ca(ca_name);
+  if (index < 0) return -ENODEV;
   // Index 0 is a switch's management port; a CA has none.
   if (max < 2) return -ENOMEM;
+  ibv_port_attr a;
+  softverbs::mad::PortView other;
+  const bool is_other = softverbs::mad::fill_ca_device_port_attr(*segment(), static_cast<unsigned>(index), &a, &other);
   portguids[0] = 0;
-  portguids[1] = segment()->header().port_guid;
+  portguids[1] = is_other ? htobe64(other.port_guid) : segment()->header().port_guid;
   return 2;
 }
 
 SV_UMAD_EXPORT int umad_get_ca(const char* ca_name, umad_ca_t* ca) {
-  const char* name = resolve_ca(ca_name);
-  if (name == nullptr || ca == nullptr) return -ENODEV;
+  const int index = listed_ca(ca_name);
+  if (index < 0 || ca == nullptr) return -ENODEV;
   const softverbs::shm::Segment& seg = *segment();
+  const std::string name = softverbs::umad::ca_name(static_cast<unsigned>(index));
   ibv_device_attr d;
   softverbs::verbs::fill_device_attr(seg, &d);
   std::memset(ca, 0, sizeof *ca);
-  std::snprintf(ca->ca_name, sizeof ca->ca_name, "%s", name);
+  std::snprintf(ca->ca_name, sizeof ca->ca_name, "%s", name.c_str());
   ca->node_type = kNodeTypeCa;
   ca->numports = 1;
   std::snprintf(ca->fw_ver, sizeof ca->fw_ver, "%.19s", d.fw_ver);
@@ -114,9 +138,15 @@ SV_UMAD_EXPORT int umad_get_ca(const char* ca_name, umad_ca_t* ca) {
   std::snprintf(ca->hw_ver, sizeof ca->hw_ver, "0x%x", d.hw_ver);
   ca->node_guid = d.node_guid;
   ca->system_guid = d.sys_image_guid;
+  ibv_port_attr a;
+  softverbs::mad::PortView other;
+  if (softverbs::mad::fill_ca_device_port_attr(seg, static_cast<unsigned>(index), &a, &other)) {
+    ca->node_guid = htobe64(other.node_guid);
+    ca->system_guid = htobe64(other.sys_image_guid);
+  }
   auto* port = static_cast<umad_port_t*>(std::calloc(1, sizeof(umad_port_t)));
   if (port == nullptr) return -ENOMEM;
-  fill_port(seg, name, 1, port);
+  fill_port(seg, static_cast<unsigned>(index), name.c_str(), 1, port);
   ca->ports[1] = port;
   return 0;
 }
@@ -133,11 +163,12 @@ SV_UMAD_EXPORT int umad_release_ca(umad_ca_t* ca) {
 }
 
 SV_UMAD_EXPORT int umad_get_port(const char* ca_name, int portnum, umad_port_t* port) {
-  const char* name = resolve_ca(ca_name);
-  if (name == nullptr || port == nullptr) return -ENODEV;
+  const int index = listed_ca(ca_name);
+  if (index < 0 || port == nullptr) return -ENODEV;
   const int p = resolve_port(portnum);
   if (p < 0) return -EINVAL;
-  fill_port(*segment(), name, p, port);
+  fill_port(*segment(), static_cast<unsigned>(index), softverbs::umad::ca_name(static_cast<unsigned>(index)).c_str(), p,
+            port);
   return 0;
 }
 
@@ -164,16 +195,20 @@ SV_UMAD_EXPORT int umad_get_issm_path(const char* ca_name, int portnum, char pat
 }
 
 SV_UMAD_EXPORT struct umad_device_node* umad_get_ca_device_list(void) {
-  const char* ca = resolve_ca(nullptr);
-  if (ca == nullptr) return nullptr;
-  auto* node = static_cast<umad_device_node*>(std::calloc(1, sizeof(umad_device_node)));
-  if (node == nullptr) return nullptr;
-  node->ca_name = strdup(ca);
-  if (node->ca_name == nullptr) {
-    std::free(node);
-    return nullptr;
+  umad_device_node* head = nullptr;
+  umad_device_node** tail = &head;
+  for (unsigned i = 0; i < listed_cas(); ++i) {
+    auto* node = static_cast<umad_device_node*>(std::calloc(1, sizeof(umad_device_node)));
+    if (node != nullptr) node->ca_name = strdup(softverbs::umad::ca_name(i).c_str());
+    if (node == nullptr || node->ca_name == nullptr) {
+      std::free(node);
+      umad_free_ca_device_list(head);
+      return nullptr;
+    }
+    *tail = node;
+    tail = &node->next;
   }
-  return node;
+  return head;
 }
 
 SV_UMAD_EXPORT void umad_free_ca_device_list(struct umad_device_node* head) {

@@ -175,6 +175,9 @@ using namespace softverbs::umad;
 namespace mad = softverbs::mad;
 
 SV_UMAD_EXPORT int umad_open_port(const char* ca_name, int portnum) {
+  // A topology's other CAs (softverbs1…) are described, but their ports
+  // send no MADs of their own: the subnet is managed from the device's port.
+  if (listed_ca(ca_name) > 0) return -EOPNOTSUPP;
   if (resolve_ca(ca_name) == nullptr) return -ENODEV;
   // A topology file that cannot be used is refused here, where a tool
   // starts, not later as MADs that time out (the reason is logged).

@@ -19,6 +19,12 @@ const shm::Segment* segment();
 // The CA name, or nullptr when `name` (nullptr or "" for the default CA)
 // is not ours.
 const char* resolve_ca(const char* name);
+// How many CAs are listed: the device's, and with a topology its other CAs
+// (softverbs1…, mad/ca_devices.h), whose ports are described but cannot be
+// opened for MADs.
+unsigned listed_cas();
+// The listed CA `name` names (0 for nullptr or ""), or -1.
+int listed_ca(const char* name);
 // The port number `portnum` means (0: the first active one), or -1.
 int resolve_port(int portnum);
 // umad_debug's level: 1 and up log what the library does to stderr.

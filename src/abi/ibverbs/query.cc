@@ -27,16 +27,7 @@ bool other_ca_port(ibv_context* ctx, softverbs::mad::PortView* out) {
 }
 
 void fill_port(ibv_context* ctx, ibv_port_attr* attr) {
-  softverbs::verbs::fill_port_attr(seg_of(ctx), attr);
-  softverbs::mad::PortView v;
-  if (!other_ca_port(ctx, &v)) return;
-  attr->lid = v.lid;
-  attr->sm_lid = v.sm_lid;
-  attr->sm_sl = v.sm_sl;
-  attr->lmc = v.lmc;
-  attr->state = static_cast<ibv_port_state>(v.port_state);
-  attr->phys_state = v.phys_state;
-  attr->port_cap_flags = v.cap_mask;
+  softverbs::mad::fill_ca_device_port_attr(seg_of(ctx), Context::from(ctx)->ca(), attr);
 }
 
 void set_guids(ibv_context* ctx, ibv_device_attr* attr) {

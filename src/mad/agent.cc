@@ -7,6 +7,7 @@
 #include <optional>
 #include <string>
 
+#include "mad/ca_devices.h"
 #include "mad/mad_layout.h"
 #include "mad/pma.h"
 #include "mad/pma_counters.h"
@@ -98,8 +99,12 @@ Disposition answer_in_subnet(const shm::Segment& seg, const uint8_t* in, size_t 
   shm::SubnetLock lock(*l.state);
   shm::ControlLock control(seg);
   s.local = port_view(seg);
+  // The other CAs' contexts hear of their ports' changes as the device's
+  // hear of its own (the Set's ClientReregister is not passed on to them).
+  const std::vector<CaDevicePortState> was = ca_device_port_states(s);
   const Disposition d = answer_subnet_smp(s, in, len, dlid, out, &effect, traps);
   store_effect(seg, effect);
+  append_ca_device_events(seg, was, ca_device_port_states(s));
   return d;
 }
 

@@ -51,6 +51,26 @@ bool fill_ca_device_port_attr(const shm::Segment& seg, unsigned device, ibv_port
   return true;
 }
 
+std::vector<CaDevicePortState> ca_device_port_states(const Subnet& s) {
+  std::vector<CaDevicePortState> states;
+  if (s.topology == nullptr || s.state == nullptr) return states;
+  const std::vector<int>& nodes = device_nodes(s);
+  for (size_t k = 1; k < nodes.size(); ++k) {
+    const PortView v = subnet_port_view(s, static_cast<unsigned>(nodes[k]), 1, 1);
+    states.push_back({{v.lid, v.sm_lid, v.port_state}, v.pkeys});
+  }
+  return states;
+}
+
+void append_ca_device_events(const shm::Segment& seg, const std::vector<CaDevicePortState>& was,
+                             const std::vector<CaDevicePortState>& now) {
+  for (size_t i = 0; i < was.size() && i < now.size(); ++i) {
+    uint64_t bits = shm::port_change_events(was[i].port, now[i].port, false);
+    if (was[i].pkeys != now[i].pkeys) bits |= 1ull << IBV_EVENT_PKEY_CHANGE;
+    shm::append_port_events(seg, bits, static_cast<uint8_t>(i + 1));
+  }
+}
+
 uint16_t ca_device_pkey(const shm::Segment& seg, unsigned device, unsigned index) {
   PortView v;
   if (index >= v.pkeys.size() || !ca_device_port(seg, device, &v)) return 0;

@@ -11,8 +11,10 @@
 #include <infiniband/verbs.h>
 
 #include <cstdint>
+#include <vector>
 
 #include "mad/port_view.h"
+#include "shm/port_events.h"
 #include "shm/segment.h"
 
 namespace softverbs::mad {
@@ -41,5 +43,20 @@ uint16_t ca_device_pkey(const shm::Segment& seg, unsigned device, unsigned index
 // sender's port's LID and GUID (host order).
 bool ca_device_carries(const shm::Segment& seg, unsigned from, uint16_t dlid, const uint8_t* dgid_guid,
                        unsigned to, uint16_t* slid, uint64_t* port_guid);
+
+struct Subnet;
+
+// What an SM's Set may change on the port of device k (index k - 1: the
+// topology's other CAs), for the events it raises there.
+struct CaDevicePortState {
+  shm::PortSnapshot port;
+  shm::PKeyTable pkeys{};
+};
+// REQUIRES: the caller holds a SubnetLock on subnet.state.
+std::vector<CaDevicePortState> ca_device_port_states(const Subnet& subnet);
+// The events between two such readings, each on its device's port
+// (shm/port_events.h). REQUIRES: the segment's control lock.
+void append_ca_device_events(const shm::Segment& seg, const std::vector<CaDevicePortState>& was,
+                             const std::vector<CaDevicePortState>& now);
 
 }  // namespace softverbs::mad

@@ -458,9 +458,11 @@ struct alignas(64) Vl15Buffer {
 
 // The port's asynchronous events (shm/port_events.h), for every process's
 // service thread to raise on its open contexts. Entry i holds the event of
-// sequence number i (mod kPortEventLog) as seq << 8 | ibv_event_type, so a
-// reader that fell a whole lap behind sees the sequence it expected is gone.
-// Appended under SegmentHeader::control; read without a lock. Layout version 14.
+// sequence number i (mod kPortEventLog) as (seq mod 2^16) << 16 | device << 8 |
+// ibv_event_type (device: 0 the device's own port, k a topology's softverbsk),
+// so a reader that fell a whole lap behind sees the sequence it expected is
+// gone. Appended under SegmentHeader::control; read without a lock. Layout
+// version 18.
 inline constexpr unsigned kPortEventLog = 32;
 struct alignas(64) PortEventLog {
   std::atomic<uint32_t> head;  // the sequence number the next event takes

@@ -21,7 +21,7 @@ uint64_t port_change_events(const PortSnapshot& was, const PortSnapshot& now, bo
   return bits;
 }
 
-void append_port_events(const Segment& seg, uint64_t bits) {
+void append_port_events(const Segment& seg, uint64_t bits, uint8_t ca) {
   if (bits == 0) return;
   PortEventLog& log = seg.header().port_events;
   uint32_t head = log.head.load(std::memory_order_relaxed);
@@ -31,7 +31,7 @@ void append_port_events(const Segment& seg, uint64_t bits) {
                                        IBV_EVENT_SM_CHANGE, IBV_EVENT_PKEY_CHANGE, IBV_EVENT_CLIENT_REREGISTER};
   for (ibv_event_type t : kOrder) {
     if ((bits & (1ull << t)) == 0) continue;
-    log.entry[head % kPortEventLog].store((head & 0xffffff) << 8 | static_cast<uint32_t>(t),
+    log.entry[head % kPortEventLog].store((head & 0xffff) << 16 | uint32_t{ca} << 8 | static_cast<uint32_t>(t),
                                           std::memory_order_relaxed);
     ++head;
   }

@@ -36,15 +36,17 @@ struct PortSnapshot {
 // PortInfo:ClientReregister.
 uint64_t port_change_events(const PortSnapshot& was, const PortSnapshot& now, bool client_reregister);
 
-// Appends the events of `bits`, then wakes every attached process.
+// Appends the events of `bits` for the port of device `ca` (0: the
+// device's own; k > 0: a topology's other CA, softverbsk), then wakes every
+// attached process.
 // REQUIRES: the segment's control lock.
-void append_port_events(const Segment& seg, uint64_t bits);
+void append_port_events(const Segment& seg, uint64_t bits, uint8_t ca = 0);
 
 class PortEventReader {
  public:
   // Starts at the log's head: events before it are not this reader's.
   void start(const Segment& seg) { next_ = seg.header().port_events.head.load(std::memory_order_acquire); }
-  // Calls fn(ibv_event_type) for each event appended since the last call,
+  // Calls fn(ibv_event_type, ca) for each event appended since the last call,
   // oldest first. Events a whole log behind are lost, as a full kernel event
   // queue would drop them. Whether any.
   template <class Fn>
@@ -55,8 +57,8 @@ class PortEventReader {
     if (head - next_ > kPortEventLog) next_ = head - kPortEventLog;
     for (; next_ != head; ++next_) {
       const uint32_t e = log.entry[next_ % kPortEventLog].load(std::memory_order_relaxed);
-      if ((e >> 8) != (next_ & 0xffffff)) continue;  // overwritten since: lost
-      fn(static_cast<ibv_event_type>(e & 0xff));
+      if ((e >> 16) != (next_ & 0xffff)) continue;  // overwritten since: lost
+      fn(static_cast<ibv_event_type>(e & 0xff), static_cast<uint8_t>(e >> 8));
     }
     return true;
   }

@@ -63,12 +63,11 @@ void Device::remove_context(Context* ctx) {
 }
 
 bool Device::deliver_port_events() {
-  return port_events_.read(*seg_, [this](ibv_event_type type) {
+  return port_events_.read(*seg_, [this](ibv_event_type type, uint8_t ca) {
     std::lock_guard lock(contexts_mu_);
-    // The events are the device's own port's: another CA's contexts (issue
-    // 19) have a port of their own, whose changes raise nothing yet.
+    // Each event is one port's: the contexts of that CA's device hear it.
     for (Context* ctx : contexts_)
-      if (ctx->ca() == 0) ctx->raise_async(type, AsyncObject::kPort, reinterpret_cast<void*>(intptr_t{1}));
+      if (ctx->ca() == ca) ctx->raise_async(type, AsyncObject::kPort, reinterpret_cast<void*>(intptr_t{1}));
   });
 }
 

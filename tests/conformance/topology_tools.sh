@@ -877,7 +877,8 @@ case $scenario in
     # ibv_rc_pingpong refuses LID 0) Debian's ibv_rc_pingpong between
     # softverbs1 and softverbs2 ends in a retry-exceeded error; after
     # opensm -o it passes, by LID and by GID (and ibv_ud_pingpong with a
-    # GRH), ibstat describes the CAs (perfquery cannot open softverbs1: MADs
+    # GRH), softverbs2's contexts get its port's events (ibv_asyncwatch),
+    # ibstat describes the CAs (perfquery cannot open softverbs1: MADs
     # leave from softverbs0 alone), and opensm's partitions give softverbs2
     # alone Blue's P_Key (read
     # by tests/conformance/pkey_tables.cc); once ibportstate disables the
@@ -938,7 +939,18 @@ case $scenario in
     # A partition of host-2's port alone (its port GUID: its node GUID + 1):
     # softverbs2 alone reads 0x8001 from its CA's table in the subnet.
     printf 'Default=0x7fff : ALL=full ;\nBlue=0x0001 : 0x0011750000000301=full ;\n' >"$work/partitions.conf"
+    # ibv_asyncwatch on softverbs2 hears its own port's events from opensm's Sets.
+    timeout 60 ibv_asyncwatch -d softverbs2 >"$work/watch2" 2>&1 &
+    poller=$!
+    for _ in $(seq 50); do grep -q 'async event FD' "$work/watch2" && break; sleep 0.1; done
     osm_partitions=$work/partitions.conf sm_sweep
+    for _ in $(seq 50); do grep -q 'IBV_EVENT_PORT_ACTIVE' "$work/watch2" && break; sleep 0.1; done
+    kill -KILL "$poller" 2>/dev/null || true
+    wait "$poller" 2>/dev/null || true
+    poller=
+    for e in PORT_ACTIVE SM_CHANGE PKEY_CHANGE; do  # its LID stays the one ibportstate gave
+      grep -q "IBV_EVENT_$e (.*), port 1" "$work/watch2" || { cat "$work/watch2" >&2; fail "softverbs2 did not get IBV_EVENT_$e"; }
+    done
     pkey_tool=$lib/../bin/softverbs_pkey_tables
     run pkeys "$pkey_tool"
     grep -q '^softverbs2 [0-9]* 0x8001$' "$work/pkeys" && grep -q '^softverbs1 0 0xffff$' "$work/pkeys" &&

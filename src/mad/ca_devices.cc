@@ -1,11 +1,17 @@
 #include "mad/ca_devices.h"
 
+#include <endian.h>
+
+#include <filesystem>
+#include <string>
+#include <system_error>
 #include <vector>
 
 #include "mad/agent.h"
 #include "mad/data_route.h"
 #include "mad/subnet_sma.h"
 #include "verbs/device_attrs.h"
+#include "verbs/sysfs_port.h"
 
 namespace softverbs::mad {
 namespace {
@@ -36,10 +42,9 @@ bool ca_device_port(const shm::Segment& seg, unsigned device, PortView* out) {
   return true;
 }
 
-bool fill_ca_device_port_attr(const shm::Segment& seg, unsigned device, ibv_port_attr* attr, PortView* view) {
-  verbs::fill_port_attr(seg, attr);
-  PortView v;
-  if (device == 0 || !ca_device_port(seg, device, &v)) return false;
+namespace {
+// Another CA's own answers over what every port of the device shares.
+void apply_ca_view(const PortView& v, ibv_port_attr* attr) {
   attr->lid = v.lid;
   attr->sm_lid = v.sm_lid;
   attr->sm_sl = v.sm_sl;
@@ -47,6 +52,26 @@ bool fill_ca_device_port_attr(const shm::Segment& seg, unsigned device, ibv_port
   attr->state = static_cast<ibv_port_state>(v.port_state);
   attr->phys_state = v.phys_state;
   attr->port_cap_flags = v.cap_mask;
+}
+
+// Its port's sysfs files, when the tree beside the segment exists
+// (verbs/sysfs_port.h: whoever changes a port writes them again).
+void refresh_ca_device_sysfs(const shm::Segment& seg, unsigned device, const PortView& v) {
+  const std::string dir = verbs::sysfs_device_dir(seg, device);
+  std::error_code ec;
+  if (!std::filesystem::is_directory(dir, ec)) return;
+  ibv_port_attr a;
+  verbs::fill_port_attr(seg, &a);
+  apply_ca_view(v, &a);
+  verbs::write_sysfs_port(dir + "/ports/1", seg, a, v.pkeys, htobe64(v.port_guid));
+}
+}  // namespace
+
+bool fill_ca_device_port_attr(const shm::Segment& seg, unsigned device, ibv_port_attr* attr, PortView* view) {
+  verbs::fill_port_attr(seg, attr);
+  PortView v;
+  if (device == 0 || !ca_device_port(seg, device, &v)) return false;
+  apply_ca_view(v, attr);
   if (view != nullptr) *view = v;
   return true;
 }
@@ -55,19 +80,23 @@ std::vector<CaDevicePortState> ca_device_port_states(const Subnet& s) {
   std::vector<CaDevicePortState> states;
   if (s.topology == nullptr || s.state == nullptr) return states;
   const std::vector<int>& nodes = device_nodes(s);
-  for (size_t k = 1; k < nodes.size(); ++k) {
-    const PortView v = subnet_port_view(s, static_cast<unsigned>(nodes[k]), 1, 1);
-    states.push_back({{v.lid, v.sm_lid, v.port_state}, v.pkeys});
-  }
+  for (size_t k = 1; k < nodes.size(); ++k)
+    states.push_back({subnet_port_view(s, static_cast<unsigned>(nodes[k]), 1, 1)});
   return states;
 }
 
 void append_ca_device_events(const shm::Segment& seg, const std::vector<CaDevicePortState>& was,
                              const std::vector<CaDevicePortState>& now) {
   for (size_t i = 0; i < was.size() && i < now.size(); ++i) {
-    uint64_t bits = shm::port_change_events(was[i].port, now[i].port, false);
-    if (was[i].pkeys != now[i].pkeys) bits |= 1ull << IBV_EVENT_PKEY_CHANGE;
-    shm::append_port_events(seg, bits, static_cast<uint8_t>(i + 1));
+    const PortView& a = was[i].view;
+    const PortView& b = now[i].view;
+    uint64_t bits = shm::port_change_events({a.lid, a.sm_lid, a.port_state}, {b.lid, b.sm_lid, b.port_state}, false);
+    if (a.pkeys != b.pkeys) bits |= 1ull << IBV_EVENT_PKEY_CHANGE;
+    if (bits == 0 && a.phys_state == b.phys_state && a.cap_mask == b.cap_mask && a.lmc == b.lmc && a.sm_sl == b.sm_sl)
+      continue;
+    const auto device = static_cast<unsigned>(i + 1);
+    shm::append_port_events(seg, bits, static_cast<uint8_t>(device));
+    refresh_ca_device_sysfs(seg, device, b);
   }
 }
 

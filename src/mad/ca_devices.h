@@ -49,13 +49,13 @@ struct Subnet;
 // What an SM's Set may change on the port of device k (index k - 1: the
 // topology's other CAs), for the events it raises there.
 struct CaDevicePortState {
-  shm::PortSnapshot port;
-  shm::PKeyTable pkeys{};
+  PortView view;
 };
 // REQUIRES: the caller holds a SubnetLock on subnet.state.
 std::vector<CaDevicePortState> ca_device_port_states(const Subnet& subnet);
 // The events between two such readings, each on its device's port
-// (shm/port_events.h). REQUIRES: the segment's control lock.
+// (shm/port_events.h), and the changed ports' sysfs files written again.
+// REQUIRES: the segment's control lock.
 void append_ca_device_events(const shm::Segment& seg, const std::vector<CaDevicePortState>& was,
                              const std::vector<CaDevicePortState>& now);
 

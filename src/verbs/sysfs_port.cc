@@ -74,9 +74,14 @@ bool write_file(const fs::path& p, const std::string& text) {
 }  // namespace
 
 bool write_sysfs_port(const std::string& port_dir, const shm::Segment& seg) {
-  const fs::path port(port_dir);
   ibv_port_attr a;
   fill_port_attr(seg, &a);
+  return write_sysfs_port(port_dir, seg, a, shm::load_pkeys(seg.header()), seg.header().port_guid);
+}
+
+bool write_sysfs_port(const std::string& port_dir, const shm::Segment& seg, const ibv_port_attr& a,
+                      const shm::PKeyTable& pkeys, uint64_t port_guid_be) {
+  const fs::path port(port_dir);
   const bool eth = a.link_layer == IBV_LINK_LAYER_ETHERNET;
   char buf[64];
   bool ok = write_file(port / "state", port_state_text(a.state));
@@ -92,7 +97,6 @@ bool write_sysfs_port(const std::string& port_dir, const shm::Segment& seg) {
   ok &= write_file(port / "link_layer", eth ? "Ethernet" : "InfiniBand");
   ok &= write_file(port / "rate", port_rate_text(a));
   // As the kernel's: one file per entry of the table, invalid ones included.
-  const shm::PKeyTable pkeys = shm::load_pkeys(seg.header());
   for (unsigned i = 0; i < pkeys.size() && i < a.pkey_tbl_len; ++i) {
     std::snprintf(buf, sizeof buf, "0x%04x", pkeys[i]);
     ok &= write_file(port / "pkeys" / std::to_string(i), buf);
@@ -100,6 +104,7 @@ bool write_sysfs_port(const std::string& port_dir, const shm::Segment& seg) {
   for (int i = 0; i < port_gid_count(); ++i) {
     ibv_gid gid;
     if (!port_gid(seg, i, &gid)) break;
+    if (!eth) std::memcpy(gid.raw + 8, &port_guid_be, sizeof port_guid_be);
     const std::string idx = std::to_string(i);
     ok &= write_file(port / "gids" / idx, gid_text(gid));
     ok &= write_file(port / "gid_attrs" / "types" / idx, eth ? "RoCE v2" : "IB/RoCE v1");
@@ -107,10 +112,20 @@ bool write_sysfs_port(const std::string& port_dir, const shm::Segment& seg) {
   return ok;
 }
 
-namespace {
-fs::path port_dir(const shm::Segment& seg) {
-  return fs::path(seg.path() + ".sysfs") / "class" / "infiniband" / port_config().device_name / "ports" / "1";
+std::string device_name(unsigned index) {
+  const std::string& name = port_config().device_name;
+  if (index == 0) return name;
+  std::string stem = name;
+  while (!stem.empty() && stem.back() >= '0' && stem.back() <= '9') stem.pop_back();
+  return stem + std::to_string(index);
 }
+
+std::string sysfs_device_dir(const shm::Segment& seg, unsigned index) {
+  return (fs::path(seg.path() + ".sysfs") / "class" / "infiniband" / device_name(index)).string();
+}
+
+namespace {
+fs::path port_dir(const shm::Segment& seg) { return fs::path(sysfs_device_dir(seg, 0)) / "ports" / "1"; }
 }  // namespace
 
 void refresh_sysfs_port(const shm::Segment& seg) {

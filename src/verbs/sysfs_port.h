@@ -9,15 +9,28 @@
 // segment's control lock (refresh_sysfs_port's REQUIRES).
 #pragma once
 
+#include <infiniband/verbs.h>
+
 #include <cstdint>
 #include <string>
 
+#include "shm/port_pkeys.h"
 #include "shm/segment.h"
 
 namespace softverbs::verbs {
 
 // Writes the port's files into `port_dir` (created if need be). Whether all were written.
 bool write_sysfs_port(const std::string& port_dir, const shm::Segment& seg);
+// The same for a port described by `a` and `pkeys`, whose GIDs' interface
+// ID is `port_guid_be` (a topology's other CA: mad/ca_devices.h).
+bool write_sysfs_port(const std::string& port_dir, const shm::Segment& seg, const ibv_port_attr& a,
+                      const shm::PKeyTable& pkeys, uint64_t port_guid_be);
+
+// The name of device `index` (0: the configured device; k: a topology's
+// other CA, named on from it: softverbs0 -> softverbsk).
+std::string device_name(unsigned index);
+// class/infiniband/<device_name(index)> of the tree beside `seg`.
+std::string sysfs_device_dir(const shm::Segment& seg, unsigned index);
 
 // The port directory of the tree beside `seg`, written again if the tree
 // exists (a process that never built one leaves it to whoever does).

@@ -967,6 +967,10 @@ case $scenario in
     run cas ibstat -l
     [ "$(tr '\n' ' ' <"$work/cas")" = "softverbs0 softverbs1 softverbs2 softverbs3 " ] ||
       { cat "$work/cas" >&2; fail "ibstat -l does not list the 4 CAs"; }
+    # ... and so does the sysfs tree beside the segment, which ibstatus reads.
+    ports2=$SOFTVERBS_DEVICE_PATH.sysfs/class/infiniband/softverbs2/ports/1
+    [ "$(cat "$ports2/state")" = "4: ACTIVE" ] && [ "$(cat "$ports2/lid")" = "$(printf '0x%x' "$lid2")" ] &&
+      grep -q '0011:7500:0000:0301$' "$ports2/gids/0" || fail "sysfs softverbs2: $(cat "$ports2/state" "$ports2/lid")"
     run st2 ibstat softverbs2
     grep -q 'State: Active' "$work/st2" && grep -q "Base lid: $lid2\$" "$work/st2" &&
       grep -q 'Port GUID: 0x0011750000000301' "$work/st2" || { cat "$work/st2" >&2; fail "ibstat softverbs2"; }

@@ -18,6 +18,7 @@
 #include "verbs/device_attrs.h"
 #include "verbs/issm.h"
 #include "verbs/port_config.h"
+#include "verbs/sysfs_port.h"
 
 namespace softverbs::umad {
 namespace {
@@ -57,9 +58,7 @@ void fill_port(const shm::Segment& seg, unsigned device, const char* ca, int por
 }
 
 // The name ibv_get_device_list gives listed CA `index`.
-std::string ca_name(unsigned index) {
-  return index == 0 ? verbs::port_config().device_name : "softverbs" + std::to_string(index);
-}
+std::string ca_name(unsigned index) { return verbs::device_name(index); }
 
 }  // namespace
 

@@ -20,6 +20,7 @@
 #include "verbs/device.h"
 #include "verbs/device_attrs.h"
 #include "verbs/port_config.h"
+#include "verbs/sysfs_port.h"
 
 using softverbs::verbs::Context;
 using softverbs::verbs::Device;
@@ -34,16 +35,12 @@ ibv_device* device_at(unsigned index) {
   static ibv_device devs[kMaxDevices];
   static std::once_flag once;
   std::call_once(once, [] {
-    const std::string& name = softverbs::verbs::port_config().device_name;
-    // "softverbs0" -> "softverbs", so that device k is "softverbs<k>".
-    std::string stem = name;
-    while (!stem.empty() && stem.back() >= '0' && stem.back() <= '9') stem.pop_back();
     const char* root = ibv_get_sysfs_path();
     for (unsigned i = 0; i < kMaxDevices; ++i) {
       ibv_device& d = devs[i];
       d.node_type = IBV_NODE_CA;
       d.transport_type = IBV_TRANSPORT_IB;
-      const std::string n = i == 0 ? name : stem + std::to_string(i);
+      const std::string n = softverbs::verbs::device_name(i);
       std::strncpy(d.name, n.c_str(), sizeof d.name - 1);
       std::snprintf(d.dev_name, sizeof d.dev_name, "uverbs_%s", n.c_str());
       // The device's own sysfs tree (sysfs_tree.h) holds device 0's directories.

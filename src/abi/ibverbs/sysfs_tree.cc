@@ -1,6 +1,7 @@
 #include "abi/ibverbs/sysfs_tree.h"
 
 #include <dirent.h>
+#include <endian.h>
 #include <fcntl.h>
 #include <infiniband/verbs.h>
 #include <sys/stat.h>
@@ -14,6 +15,7 @@
 #include <string_view>
 #include <system_error>
 
+#include "mad/ca_devices.h"
 #include "verbs/device.h"
 #include "verbs/device_attrs.h"
 #include "verbs/port_config.h"
@@ -61,11 +63,20 @@ void link_all_but(const fs::path& real, const fs::path& dir, const char* keep) {
   }
 }
 
-bool write_tree(const fs::path& root, verbs::Device& dev) {
-  const shm::Segment& seg = dev.seg();
-  const std::string& name = verbs::port_config().device_name;
+// class/infiniband/<name> and class/infiniband_verbs/uverbs_<name> of
+// device `index`: the device's own CA, or a topology's other CA with its
+// GUIDs and port (mad/ca_devices.h).
+bool write_device(const fs::path& root, const shm::Segment& seg, unsigned index) {
+  const std::string name = verbs::device_name(index);
   ibv_device_attr attr;
   verbs::fill_device_attr(seg, &attr);
+  ibv_port_attr port;
+  mad::PortView other;
+  const bool is_other = mad::fill_ca_device_port_attr(seg, index, &port, &other);
+  if (is_other) {
+    attr.node_guid = htobe64(other.node_guid);
+    attr.sys_image_guid = htobe64(other.sys_image_guid);
+  }
   const fs::path ib = root / "class" / "infiniband" / name;
   char buf[64];
   char host[64] = "softverbs";
@@ -79,11 +90,22 @@ bool write_tree(const fs::path& root, verbs::Device& dev) {
   ok &= write_file(ib / "hca_type", "softverbs");
   ok &= write_file(ib / "board_id", "SOFTVERBS");
   ok &= write_file(ib / "node_desc", std::string(host) + " " + name);
-  ok &= verbs::write_sysfs_port((ib / "ports" / "1").string(), seg);
+  const std::string port_dir = (ib / "ports" / "1").string();
+  ok &= is_other ? verbs::write_sysfs_port(port_dir, seg, port, other.pkeys, htobe64(other.port_guid))
+                 : verbs::write_sysfs_port(port_dir, seg);
   const fs::path verbs_class = root / "class" / "infiniband_verbs";
-  ok &= write_file(verbs_class / "abi_version", std::to_string(kUverbsAbiVersion));
   ok &= write_file(verbs_class / ("uverbs_" + name) / "ibdev", name);
   ok &= write_file(verbs_class / ("uverbs_" + name) / "abi_version", std::to_string(kDeviceAbiVersion));
+  return ok;
+}
+
+bool write_tree(const fs::path& root, verbs::Device& dev) {
+  const shm::Segment& seg = dev.seg();
+  ibv_device_attr attr;
+  verbs::fill_device_attr(seg, &attr);
+  bool ok = write_file(root / "class" / "infiniband_verbs" / "abi_version", std::to_string(kUverbsAbiVersion));
+  const unsigned devices = mad::ca_device_count(seg);
+  for (unsigned i = 0; i < devices; ++i) ok &= write_device(root, seg, i);
   // What identifies the device this tree describes: a tree left by an
   // earlier segment (another node GUID) is replaced.
   ok &= write_file(root / kMarker, guid_text(attr.node_guid));

@@ -30,4 +30,11 @@ bool ca_device_port(const shm::Segment& seg, unsigned device, PortView* out);
 bool ca_device_carries(const shm::Segment& seg, unsigned from, uint16_t dlid, const uint8_t* dgid_guid,
                        unsigned to, uint16_t* slid, uint64_t* port_guid);
 
+// Counts `packets` packets of `bytes` payload from device `from`'s port to
+// `dlid` on every port their route crosses up to device `to`'s port
+// (mad/data_route.h count_data_path); nothing when the subnet does not
+// carry them there.
+void ca_device_count_traffic(const shm::Segment& seg, unsigned from, uint16_t dlid, unsigned to, uint64_t packets,
+                             uint64_t bytes);
+
 }  // namespace softverbs::mad

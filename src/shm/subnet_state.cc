@@ -17,7 +17,7 @@
 namespace softverbs::shm {
 namespace {
 
-constexpr uint64_t kSubnetMagic = 0x5356'5355'424e'0004ull;  // "SVSUBN", version 4 (SubnetSwitch::sl2vl)
+constexpr uint64_t kSubnetMagic = 0x5356'5355'424e'0005ull;  // "SVSUBN", version 5 (SubnetPort::traffic)
 static_assert(std::is_trivially_copyable_v<SubnetNode>, "the file is shared memory");
 
 void init_file(SubnetFile* f) {

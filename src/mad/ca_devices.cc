@@ -122,4 +122,18 @@ bool ca_device_carries(const shm::Segment& seg, unsigned from, uint16_t dlid, co
   return route_data(s, src, dlid, dgid_guid, static_cast<unsigned>(nodes[to]));
 }
 
+void ca_device_count_traffic(const shm::Segment& seg, unsigned from, uint16_t dlid, unsigned to, uint64_t packets,
+                             uint64_t bytes) {
+  const Subnet* loaded = loaded_subnet_of(seg);
+  if (loaded == nullptr) return;
+  const std::vector<int>& nodes = device_nodes(*loaded);
+  if (from >= nodes.size() || to >= nodes.size()) return;
+  Subnet s = *loaded;
+  shm::SubnetLock lock(*s.state);
+  s.local = port_view(seg);
+  DataPath path;
+  if (route_data(s, static_cast<unsigned>(nodes[from]), dlid, nullptr, static_cast<unsigned>(nodes[to]), &path))
+    count_data_path(s, path, packets, bytes);
+}
+
 }  // namespace softverbs::mad

@@ -44,6 +44,13 @@ uint16_t ca_device_pkey(const shm::Segment& seg, unsigned device, unsigned index
 bool ca_device_carries(const shm::Segment& seg, unsigned from, uint16_t dlid, const uint8_t* dgid_guid,
                        unsigned to, uint16_t* slid, uint64_t* port_guid);
 
+// Counts `packets` packets of `bytes` payload from device `from`'s port to
+// `dlid` on every port their route crosses up to device `to`'s port
+// (mad/data_route.h count_data_path); nothing when the subnet does not
+// carry them there.
+void ca_device_count_traffic(const shm::Segment& seg, unsigned from, uint16_t dlid, unsigned to, uint64_t packets,
+                             uint64_t bytes);
+
 struct Subnet;
 
 // What an SM's Set may change on the port of device k (index k - 1: the

@@ -9,7 +9,9 @@ constexpr uint8_t kPortActive = 4;
 constexpr uint16_t kMulticastLidBase = 0xc000;
 // A route longer than this is a loop in the forwarding tables (IBA 14.2.2
 // bounds a directed route at 64 hops; a LID route is no longer).
-constexpr unsigned kMaxHops = 64;
+constexpr unsigned kMaxHops = DataPath::kMaxLinks;
+// LRH 8 + BTH 12 + ICRC 4 besides the payload, as mad/pma_counters.cc counts.
+constexpr uint64_t kIbPacketOverheadBytes = 24;
 
 bool holds(const PortView& v, uint16_t dlid) {
   return v.lid != 0 && dlid >= v.lid && dlid < v.lid + (1u << v.lmc);
@@ -42,6 +44,12 @@ std::vector<int> ca_device_nodes(const Topology& t) {
 }
 
 bool route_data(const Subnet& s, unsigned from, uint16_t dlid, const uint8_t* dgid_guid, unsigned to) {
+  DataPath unused;
+  return route_data(s, from, dlid, dgid_guid, to, &unused);
+}
+
+bool route_data(const Subnet& s, unsigned from, uint16_t dlid, const uint8_t* dgid_guid, unsigned to, DataPath* path) {
+  path->links = 0;
   const Topology& t = *s.topology;
   if (!is_ca(t, from) || !is_ca(t, to) || t.nodes[from].num_ports < 1 || t.nodes[to].num_ports < 1) return false;
   if (dlid == 0 || dlid >= kMulticastLidBase) return false;
@@ -59,6 +67,11 @@ bool route_data(const Subnet& s, unsigned from, uint16_t dlid, const uint8_t* dg
     if (hop > 0 && view(s, node, out).port_state != kPortActive) return false;
     const TopoLink& l = n.ports[out];
     if (l.node < 0) return false;
+    path->leave_node[hop] = static_cast<uint8_t>(node);
+    path->leave[hop] = out;
+    path->enter_node[hop] = static_cast<uint8_t>(l.node);
+    path->enter[hop] = static_cast<uint8_t>(l.port);
+    path->links = hop + 1;
     node = static_cast<unsigned>(l.node);
     const PortView at = view(s, node, l.port);
     if (at.port_state != kPortActive) return false;  // IBA 7.2: an inactive port drops data
@@ -69,6 +82,20 @@ bool route_data(const Subnet& s, unsigned from, uint16_t dlid, const uint8_t* dg
     out = dlid < shm::kLftCap ? s.state->node(node).sw.lft[dlid] : shm::kLftUnset;
   }
   return false;
+}
+
+void count_data_path(const Subnet& s, const DataPath& path, uint64_t packets, uint64_t bytes) {
+  // As the device's own PMA counts (mad/pma_counters.cc): the payload and
+  // each packet's headers and CRCs, in 4-octet words.
+  const uint64_t words = (bytes + packets * kIbPacketOverheadBytes) / 4;
+  for (unsigned i = 0; i < path.links && i < DataPath::kMaxLinks; ++i) {
+    shm::SubnetTraffic& out = s.state->node(path.leave_node[i]).ports[path.leave[i]].traffic;
+    out.xmit_packets += packets;
+    out.xmit_words += words;
+    shm::SubnetTraffic& in = s.state->node(path.enter_node[i]).ports[path.enter[i]].traffic;
+    in.rcv_packets += packets;
+    in.rcv_words += words;
+  }
 }
 
 }  // namespace softverbs::mad

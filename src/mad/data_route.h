@@ -31,4 +31,24 @@ std::vector<int> ca_device_nodes(const Topology& t);
 // the wire. REQUIRES: the caller holds a SubnetLock on subnet.state.
 bool route_data(const Subnet& subnet, unsigned from, uint16_t dlid, const uint8_t* dgid_guid, unsigned to);
 
+// The ports a packet crosses, each link once: it leaves port `leave[i]` of
+// node `leave_node[i]` and enters port `enter[i]` of node `enter_node[i]`.
+// A packet looped back in its CA crosses none.
+struct DataPath {
+  static constexpr unsigned kMaxLinks = 64;
+  unsigned links = 0;
+  uint8_t leave_node[kMaxLinks], leave[kMaxLinks], enter_node[kMaxLinks], enter[kMaxLinks];
+};
+// route_data that also says which ports it crosses (`*path`, meaningful
+// only when it arrives).
+bool route_data(const Subnet& subnet, unsigned from, uint16_t dlid, const uint8_t* dgid_guid, unsigned to,
+                DataPath* path);
+
+// IBA 16.1.3.5: every port `path` leaves counts the packets as sent (PortXmitPkts,
+// PortXmitData), every port it enters as received, in the subnet state
+// beside its SMA's fields (shm::SubnetPort::traffic), so the node's PMA
+// shows them (mad/subnet_pma.h). `bytes`: the payload of all the packets.
+// REQUIRES: the caller holds a SubnetLock on subnet.state.
+void count_data_path(const Subnet& subnet, const DataPath& path, uint64_t packets, uint64_t bytes);
+
 }  // namespace softverbs::mad

@@ -188,5 +188,51 @@ TEST_F(DataRouteTest, NoSwitchesAndNoMulticast) {
   EXPECT_FALSE(route(kCa2, 0, kCa3));
 }
 
+TEST_F(DataRouteTest, CountsOnEveryPortItCrossesAndNoOther) {
+  // ca-2 to ca-3: ca-2 1 -> sw-a 2, sw-a 7 -> sw-b 7, sw-b 1 -> ca-3 1.
+  shm::SubnetLock lock(*state_);
+  DataPath path;
+  ASSERT_TRUE(route_data(s_, kCa2, 5, nullptr, kCa3, &path));
+  ASSERT_EQ(3u, path.links);
+  count_data_path(s_, path, 3, 5000);  // three packets, 5000 octets of payload
+  const uint64_t words = (5000 + 3 * 24) / 4;
+  const auto expect = [&](unsigned n, unsigned port, uint64_t xp, uint64_t xw, uint64_t rp, uint64_t rw) {
+    const shm::SubnetTraffic& t = node(n).ports[port].traffic;
+    EXPECT_EQ(xp, t.xmit_packets) << "node " << n << " port " << port;
+    EXPECT_EQ(xw, t.xmit_words) << "node " << n << " port " << port;
+    EXPECT_EQ(rp, t.rcv_packets) << "node " << n << " port " << port;
+    EXPECT_EQ(rw, t.rcv_words) << "node " << n << " port " << port;
+  };
+  expect(kCa2, 1, 3, words, 0, 0);
+  expect(kSwA, 2, 0, 0, 3, words);
+  expect(kSwA, 7, 3, words, 0, 0);
+  expect(kSwB, 7, 0, 0, 3, words);
+  expect(kSwB, 1, 3, words, 0, 0);
+  expect(kCa3, 1, 0, 0, 3, words);
+  // Off the route: the other inter-switch link, the device's port and its
+  // switch port count nothing.
+  expect(kSwA, 8, 0, 0, 0, 0);
+  expect(kSwB, 8, 0, 0, 0, 0);
+  expect(kSwA, 1, 0, 0, 0, 0);
+  expect(kDev, 1, 0, 0, 0, 0);
+  // The answer goes back by sw-b 8: it adds there, not on port 7.
+  ASSERT_TRUE(route_data(s_, kCa3, 4, nullptr, kCa2, &path));
+  count_data_path(s_, path, 1, 0);
+  expect(kSwB, 8, 1, 6, 0, 0);
+  expect(kSwA, 8, 0, 0, 1, 6);
+  expect(kSwA, 7, 3, words, 0, 0);
+  expect(kCa2, 1, 3, words, 1, 6);
+}
+
+TEST_F(DataRouteTest, LoopbackInTheCaCrossesNoPort) {
+  shm::SubnetLock lock(*state_);
+  DataPath path;
+  ASSERT_TRUE(route_data(s_, kCa2, 4, nullptr, kCa2, &path));
+  EXPECT_EQ(0u, path.links);
+  count_data_path(s_, path, 1, 64);
+  EXPECT_EQ(0u, node(kCa2).ports[1].traffic.xmit_packets);
+  EXPECT_EQ(0u, node(kSwA).ports[2].traffic.rcv_packets);
+}
+
 }  // namespace
 }  // namespace softverbs::mad

@@ -1,14 +1,37 @@
 #include "mad/subnet_pma.h"
 
+#include <algorithm>
+
 #include "mad/mad_layout.h"
 
 namespace softverbs::mad {
 
 namespace {
 
+// IBA 16.1.3.5 / 16.1.4.11: PortCounters and PortCountersExtended read
+// the same figures; PortOpRcvCounters repeats the received ones.
+void add_traffic(const shm::SubnetTraffic& t, PmaCounters* c) {
+  c->v[kXmitPkts] += t.xmit_packets;
+  c->v[kXmitData] += t.xmit_words;
+  c->v[kRcvPkts] += t.rcv_packets;
+  c->v[kRcvData] += t.rcv_words;
+  c->v[kOpRcvPkts] += t.rcv_packets;
+  c->v[kOpRcvData] += t.rcv_words;
+}
+
+// A Set's reset. PortOpRcvCounters resets on its own in the device's PMA;
+// here it shares the received figures, so clearing either clears both.
+void clear_traffic(const PmaMask& reset, shm::SubnetTraffic* t) {
+  if (reset[kXmitPkts]) t->xmit_packets = 0;
+  if (reset[kXmitData]) t->xmit_words = 0;
+  if (reset[kRcvPkts] || reset[kOpRcvPkts]) t->rcv_packets = 0;
+  if (reset[kRcvData] || reset[kOpRcvData]) t->rcv_words = 0;
+}
+
 // The PMA of node `node`, for the ports its PortSelect names.
-Disposition answer_node(const Topology& t, unsigned node, const LinkPmaCounters& c, const uint8_t* in, uint8_t* out,
+Disposition answer_node(const Subnet& s, unsigned node, const LinkPmaCounters& c, const uint8_t* in, uint8_t* out,
                         LinkPmaReset* reset) {
+  const Topology& t = *s.topology;
   const int local = t.local_ca();
   const TopoNode& n = t.nodes[node];
   const TopoLink& facing = t.nodes[static_cast<size_t>(local)].ports[1];
@@ -25,7 +48,12 @@ Disposition answer_node(const Topology& t, unsigned node, const LinkPmaCounters&
     ports[facing.port - 1] = c.peer;
     peer_port = facing.port;
   }
+  // What the topology's other CAs sent through each port (shm::SubnetTraffic).
+  shm::SubnetPort* subnet_ports = s.state->node(node).ports;
+  const unsigned counted = std::min<unsigned>(n.num_ports, shm::kSubnetMaxPorts - 1);
+  for (unsigned p = 1; p <= counted; ++p) add_traffic(subnet_ports[p].traffic, &ports[p - 1]);
   const Disposition d = answer_pma_ports(ports, n.num_ports, in, kMadBytes, out, resets);
+  for (unsigned p = 1; p <= counted; ++p) clear_traffic(resets[p - 1], &subnet_ports[p].traffic);
   if (local_port != 0) reset->local = resets[local_port - 1];
   if (peer_port != 0) reset->peer = resets[peer_port - 1];
   return d;
@@ -46,14 +74,14 @@ Disposition answer_subnet_pma(const Subnet& s, const LinkPmaCounters& c, const u
   unsigned node = 0;
   uint8_t arrival = 0;
   if (!route_lid(s, dlid, &node, &arrival)) return Disposition::kDrop;
-  return answer_node(*s.topology, node, c, in, out, reset);
+  return answer_node(s, node, c, in, out, reset);
 }
 
 Disposition answer_local_ca_pma(const Subnet& s, const LinkPmaCounters& c, const uint8_t* in, size_t len,
                                 uint8_t* out, LinkPmaReset* reset) {
   *reset = {};
   if (!well_formed(s, in, len)) return Disposition::kDrop;
-  return answer_node(*s.topology, static_cast<unsigned>(s.topology->local_ca()), c, in, out, reset);
+  return answer_node(s, static_cast<unsigned>(s.topology->local_ca()), c, in, out, reset);
 }
 
 }  // namespace softverbs::mad

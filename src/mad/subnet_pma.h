@@ -4,15 +4,17 @@
 // (mad/subnet_sma.h), and answered by the node it reaches for the ports
 // its PortSelect names, in the sender's thread.
 //
-// What the ports count is what crosses them. The only data of the subnet is
-// the device's (the topology's other CAs are not devices), and it leaves
-// and enters through the device's port 1; so that port counts what the
-// device's own PMA counts, the port at the other end of its link counts
-// the same traffic the other way round (mirror_pma_counters), and every
-// other port counts 0. MADs are not counted, by any port.
+// What the ports count is what crosses them. The device's traffic between
+// its own QPs leaves and enters through the device's port 1; so that port
+// counts what the device's own PMA counts and the port at the other end of
+// its link the same traffic the other way round (mirror_pma_counters).
+// What the subnet carried between the topology's CAs is added on every port
+// its route crossed (shm::SubnetPort::traffic, mad/data_route.h). MADs are
+// not counted, by any port.
 //
-// Pure: the caller hands in the two counter sets as they stand since their
-// last resets and applies the resets the answer asks for.
+// The caller hands in the two counter sets as they stand since their last
+// resets and applies the resets the answer asks for to them; a Set clears
+// the ports' SubnetPort::traffic itself (under the caller's SubnetLock).
 #pragma once
 
 #include <cstddef>

@@ -219,6 +219,34 @@ TEST_F(SubnetPmaTest, AllPortsOfASwitchSumAndResetTogether) {
   EXPECT_EQ(a.reset.local | a.reset.peer, 0u);
 }
 
+TEST_F(SubnetPmaTest, PortsShowWhatTheOtherCasSentThroughThemAndResetIt) {
+  {
+    shm::SubnetLock lock(*state_);
+    shm::SubnetTraffic& t = state_->node(kSwB).ports[7].traffic;
+    t.rcv_packets = 5, t.rcv_words = 300;
+    t.xmit_packets = 2, t.xmit_words = 12;
+  }
+  Answer a = ask(pma(0x01, 0x001d, 7), kSwBLid);
+  ASSERT_EQ(Status::get(a.out.data()), 0);
+  Bytes want(72, 0);
+  want[1] = 7;
+  want[15] = 12;                // PortXmitData
+  want[22] = 0x01, want[23] = 0x2c;  // PortRcvData 300
+  want[31] = 2, want[39] = 5, want[47] = 2, want[55] = 5;
+  EXPECT_EQ(data(a.out, 72), want);
+  // The switch's sum over all ports has them too; its other ports do not.
+  a = ask(pma(0x01, 0x001d, 0xff), kSwBLid);
+  EXPECT_EQ(data(a.out, 72)[39], 5);
+  a = ask(pma(0x01, 0x001d, 8), kSwBLid);
+  EXPECT_EQ(data(a.out, 72)[39], 0);
+  // A Set clears what it names, in the subnet state.
+  a = ask(pma(0x02, 0x0012, 7, 0xffff), kSwBLid);
+  ASSERT_EQ(Status::get(a.out.data()), 0);
+  shm::SubnetLock lock(*state_);
+  const shm::SubnetTraffic& t = state_->node(kSwB).ports[7].traffic;
+  EXPECT_EQ(t.rcv_packets | t.rcv_words | t.xmit_packets | t.xmit_words, 0u);
+}
+
 TEST_F(SubnetPmaTest, TheDevicesCaAnswersForItsPortsThroughPort2sLid) {
   // dev's port 2 has no link: nothing reaches its LID.
   EXPECT_EQ(ask(pma(0x01, 0x0012, 1), kDevPort2Lid).d, Disposition::kDrop);

@@ -40,6 +40,17 @@ inline constexpr unsigned kMftCap = 32 * 32;      // SwitchInfo:MulticastFDBCap,
 inline constexpr unsigned kMftPositions = kSubnetMaxPorts / 16;
 inline constexpr uint8_t kLftUnset = 0xff;        // no route: the packet is dropped
 
+// What the topology's other CAs sent through a port (issue 19: the data
+// path between them, mad/data_route.h), raw since the last PMA reset of
+// each counter: packets and 4-octet words as PortXmitData counts them.
+// The device's own traffic between its QPs is the segment's, never here.
+struct SubnetTraffic {
+  uint64_t xmit_packets = 0;
+  uint64_t xmit_words = 0;
+  uint64_t rcv_packets = 0;
+  uint64_t rcv_words = 0;
+};
+
 struct SubnetPort {
   uint64_t m_key = 0;
   uint8_t m_key_protect = 0;  // PortInfo:M_KeyProtectBits
@@ -56,6 +67,7 @@ struct SubnetPort {
   QosTables qos;
   // A CA port's P_Key table (an SM's Set(P_KeyTable)); switches' stay unset.
   std::array<uint16_t, kPKeyTableCap> pkeys{};
+  SubnetTraffic traffic;
 };
 
 struct SubnetSwitch {

@@ -44,7 +44,8 @@
 # iblinkinfo then shows the link down; enabling it again brings it back.
 # multi-ca: the topology's other CAs as devices softverbs1..3, and
 # ibv_rc_pingpong between two of them following the routes opensm
-# programmed (failing before it, and across a disabled switch port).
+# programmed (failing before it, and across a disabled switch port),
+# counted by perfquery on the switch ports of their route alone.
 set -euo pipefail
 lib=$1
 scenario=$2
@@ -976,17 +977,42 @@ case $scenario in
       grep -q 'Port GUID: 0x0011750000000301' "$work/st2" || { cat "$work/st2" >&2; fail "ibstat softverbs2"; }
     ! timeout 10 perfquery -C softverbs1 >"$work/pq1" 2>&1 && grep -q "can't open UMAD port" "$work/pq1" ||
       { cat "$work/pq1" >&2; fail "perfquery -C softverbs1 did not fail to open the port"; }
-    must_pass pp1 softverbs1 softverbs2
-    must_pass pp1g softverbs1 softverbs2 -g 0
-    must_pass pp1d softverbs0 softverbs2
-    pp_tool=ibv_ud_pingpong must_pass pp1u softverbs1 softverbs2 -g 0
     # The leaf-a port their route leaves by: ibtracert's line after the one
     # that reaches leaf-a starts with it ("[7] -> switch port ... leaf-b").
     run tr ibtracert "$lid1" "$lid2"
     cat "$work/tr"
     hop=$(awk 'at_a && match($0, /^\[[0-9]+\]/) { print substr($0, 2, RLENGTH - 2); exit } { at_a = /"leaf-a"/ }' "$work/tr")
     leafa=$(lid_of leaf-a)
-    [ "${hop:-0}" -ge 7 ] && [ -n "$leafa" ] || fail "ibtracert: no hop from leaf-a to leaf-b"
+    leafb=$(lid_of leaf-b)
+    run di0l ibv_devinfo -d softverbs0
+    lid0=$(awk '/port_lid:/ { print $2; exit }' "$work/di0l")
+    [ "${hop:-0}" -ge 7 ] && [ -n "$leafa" ] && [ -n "$leafb" ] || fail "ibtracert: no hop from leaf-a to leaf-b"
+    [ "${lid0:-0}" -gt 0 ] || { cat "$work/di0l" >&2; fail "softverbs0 has no LID"; }
+    # Their traffic is counted by every port on that route (perfquery: the
+    # subnet's PMA, src/mad/subnet_pma.cc), and not by softverbs0's port nor
+    # the leaf-a port facing it, which it does not cross.
+    counter() {  # LID PORT FIELD
+      run pq perfquery "$1" "$2"
+      field "$work/pq" "$3"
+    }
+    watched=("$lid1 1 PortXmitPkts" "$leafa 2 PortRcvPkts" "$leafa $hop PortXmitPkts" "$leafb $hop PortRcvPkts"
+      "$leafb 1 PortXmitPkts" "$lid2 1 PortRcvPkts")
+    unwatched=("$lid0 1 PortXmitPkts" "$lid0 1 PortRcvPkts" "$leafa 1 PortXmitPkts" "$leafa 1 PortRcvPkts")
+    declare -A before
+    for w in "${watched[@]}" "${unwatched[@]}"; do before[$w]=$(counter $w); done
+    must_pass pp1 softverbs1 softverbs2
+    for w in "${watched[@]}"; do
+      now=$(counter $w)
+      [ "$((now - ${before[$w]}))" -ge 5 ] || fail "perfquery $w: ${before[$w]} -> $now, not 5 messages more"
+      echo "on the route: perfquery $w ${before[$w]} -> $now"
+    done
+    for w in "${unwatched[@]}"; do
+      now=$(counter $w)
+      [ "$now" = "${before[$w]}" ] || fail "perfquery $w (off the route): ${before[$w]} -> $now"
+    done
+    must_pass pp1g softverbs1 softverbs2 -g 0
+    must_pass pp1d softverbs0 softverbs2
+    pp_tool=ibv_ud_pingpong must_pass pp1u softverbs1 softverbs2 -g 0
     run disable ibportstate "$leafa" "$hop" disable
     # softverbs1 the client: its first SEND takes the route ibtracert showed
     # (the way back may take the other link, and a pingpong client waits

@@ -72,10 +72,16 @@ bool subnet_carries(const softverbs::shm::Segment& seg, uint8_t from, const ibv_
   return carried;
 }
 
+// The host link's count of what the subnet carried (fabric::SubnetCount).
+void subnet_counts(const softverbs::shm::Segment& seg, uint8_t from, uint16_t dlid, uint8_t to, uint32_t packets,
+                   uint64_t bytes) {
+  softverbs::mad::ca_device_count_traffic(seg, from, dlid, to, packets, bytes);
+}
+
 // How many devices the process lists: 1, or with a topology 1 + its other CAs.
 unsigned device_count(const softverbs::shm::Segment& seg) {
   if (softverbs::mad::loaded_subnet_of(seg) == nullptr) return 1;
-  softverbs::fabric::set_subnet_route(subnet_carries);
+  softverbs::fabric::set_subnet_route(subnet_carries, subnet_counts);
   softverbs::verbs::set_subnet_pkey_at(softverbs::mad::ca_device_pkey);
   return std::min(softverbs::mad::ca_device_count(seg), kMaxDevices);
 }

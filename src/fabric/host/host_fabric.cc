@@ -108,6 +108,22 @@ struct Target {
   return nullptr;
 }
 
+// What the subnet carried (issue 19) is counted on the ports it crossed,
+// never on the device's port unless it is one of them.
+[[gnu::noinline, gnu::cold]] void count_in_subnet(const transport::SendSide& s, const ibv_ah_attr& ah,
+                                                  const Target& t, uint32_t packets, uint64_t bytes) {
+  if (const SubnetCount count = subnet_count())
+    count(*s.qp.seg, s.qp.ca, ah.dlid, s.qp.seg->qp(t.slot).ca, packets, bytes);
+}
+// The answer to it goes back to the requester's LID by the routes from the
+// responder's port (which may take other links). A READ's carries its data.
+[[gnu::noinline, gnu::cold]] void count_answer_in_subnet(const transport::SendSide& s, const Target& t,
+                                                         uint64_t read_bytes) {
+  const uint32_t packets = read_bytes == 0 ? 1 : transport::message_packets(read_bytes, s.conn.mtu);
+  if (const SubnetCount count = subnet_count())
+    count(*s.qp.seg, s.qp.seg->qp(t.slot).ca, t.source.lid, s.qp.ca, packets, read_bytes);
+}
+
 [[gnu::always_inline]] inline const char* route(shm::Segment& seg, const transport::SendSide& s, const ibv_ah_attr& ah, uint32_t dest_qpn,
                   bool at_post, Target* out) {
   const int slot = transport::qp_slot_of(seg, dest_qpn);
@@ -382,13 +398,19 @@ ibv_wc_status HostFabric::transmit(transport::SendSide& s, transport::SendWqe& w
     s.qp.notifier->port_counters().faults_dropped.fetch_add(1, std::memory_order_relaxed);
     return IBV_WC_SUCCESS;  // never arrived: the requester's timer decides
   }
-  shm::add_single_writer(counts.port_xmit_packets, w.packets);
-  shm::add_single_writer(counts.port_xmit_bytes, req.payload.bytes);
+  if (target.subnet) [[unlikely]] {
+    count_in_subnet(s, ah, target, w.packets, req.payload.bytes);
+  } else {
+    shm::add_single_writer(counts.port_xmit_packets, w.packets);
+    shm::add_single_writer(counts.port_xmit_bytes, req.payload.bytes);
+  }
   if (fault.corrupt_request) {
     // Received, failing its ICRC: the receiving port's PortRcvErrors (and,
     // as injected corruption, its SymbolErrorCounter); the requester's timer decides.
-    shm::add_single_writer(counts.port_rcv_packets, req.packets);
-    shm::add_single_writer(counts.port_rcv_bytes, req.payload.bytes);
+    if (!target.subnet) {  // the subnet's ports counted it
+      shm::add_single_writer(counts.port_rcv_packets, req.packets);
+      shm::add_single_writer(counts.port_rcv_bytes, req.payload.bytes);
+    }
     s.qp.notifier->port_counters().faults_corrupted.fetch_add(1, std::memory_order_relaxed);
     s.qp.notifier->port_counters().icrc_errors.fetch_add(1, std::memory_order_relaxed);
     return IBV_WC_SUCCESS;
@@ -402,8 +424,10 @@ ibv_wc_status HostFabric::transmit(transport::SendSide& s, transport::SendWqe& w
   PeerMemory peer_mem(seg, target.owner);
   transport::TargetMemory& mem = target.local ? static_cast<transport::TargetMemory&>(local_mem) : peer_mem;
   auto deliver = [&] {
-    shm::add_single_writer(counts.port_rcv_packets, req.packets);
-    shm::add_single_writer(counts.port_rcv_bytes, req.payload.bytes);
+    if (!target.subnet) [[likely]] {  // the subnet's ports counted it as it crossed them
+      shm::add_single_writer(counts.port_rcv_packets, req.packets);
+      shm::add_single_writer(counts.port_rcv_bytes, req.payload.bytes);
+    }
     return transport::respond(seg, target.slot, req, mem, *s.qp.notifier);
   };
   transport::Response resp = deliver();
@@ -430,6 +454,8 @@ ibv_wc_status HostFabric::transmit(transport::SendSide& s, transport::SendWqe& w
     note_next_recv_cqe(s, seg, target.slot);
   }
   if (!target.local) note_path(s, peer_mem);
+  if (target.subnet && transport::reliable_qp(s.qp.qp_type) && resp.kind != Kind::kDrop) [[unlikely]]
+    count_answer_in_subnet(s, target, op->kind == ReqKind::kRead ? w.length : 0);
   // UC and UD answer nothing: the requester completes them once sent.
   if (transport::reliable_qp(s.qp.qp_type)) report(s, w, op->kind, resp, seg.qp(target.slot).resp.epsn);
   return IBV_WC_SUCCESS;

@@ -11,11 +11,13 @@
 
 namespace softverbs::verbs {
 
-Result<Context*> Context::open(ibv_device* device) { return make(device, -1); }
+Result<Context*> Context::open(ibv_device* device, Placement placement) { return make(device, -1, placement); }
 
-Result<Context*> Context::import(ibv_device* device, int cmd_fd) { return make(device, cmd_fd); }
+Result<Context*> Context::import(ibv_device* device, int cmd_fd, Placement placement) {
+  return make(device, cmd_fd, placement);
+}
 
-Result<Context*> Context::make(ibv_device* device, int import_fd) {
+Result<Context*> Context::make(ibv_device* device, int import_fd, Placement placement) {
   Result<Device*> dev = Device::get();
   if (!dev.is_ok()) return dev.status();
   const uint64_t guid = dev.value()->seg().header().node_guid;
@@ -28,6 +30,7 @@ Result<Context*> Context::make(ibv_device* device, int import_fd) {
     return Status::error(ENOMEM);
   }
   ctx->file_ = file.value();
+  ctx->placement_ = placement;
   ctx->vctx_.context.async_fd = -1;  // nothing to close yet
   int fds[2];
   if (pipe2(fds, O_CLOEXEC) != 0) {

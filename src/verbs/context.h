@@ -24,11 +24,19 @@ struct AsyncRecord {
   void* object;   // the event token of a QP, CQ or SRQ (never its address), or the port number
 };
 
+// Which CA's port 1 a context's QPs sit behind (shm::SharedQp::ca): 0 the
+// device's own CA, k > 0 the topology's k-th other CA (issue 19); `subnet`:
+// the device has a topology, so their peers may sit behind other CAs' ports.
+struct Placement {
+  uint8_t ca = 0;
+  bool subnet = false;
+};
+
 class Context {
  public:
-  static Result<Context*> open(ibv_device* device);
+  static Result<Context*> open(ibv_device* device, Placement placement = {});
   // ibv_import_device(3): a context sharing `cmd_fd`'s (taken over) file.
-  static Result<Context*> import(ibv_device* device, int cmd_fd);
+  static Result<Context*> import(ibv_device* device, int cmd_fd, Placement placement = {});
   static Context* from(ibv_context* c) {
     return reinterpret_cast<Context*>(reinterpret_cast<char*>(c) - offsetof(Context, vctx_) -
                                       offsetof(verbs_context, context));
@@ -38,17 +46,10 @@ class Context {
   ibv_context* ibv() { return &vctx_.context; }
   verbs_context* vctx() { return &vctx_; }
   Device& device() { return *device_; }
-  // 0: the device's own CA; k > 0: the topology's k-th other CA (issue 19).
-  uint8_t ca() const { return ca_; }
-  // Whether the device has a topology, so that its QPs' peers may sit
-  // behind other CAs' ports.
-  bool in_subnet() const { return subnet_; }
-  // Right after open or import, before any QP: which CA's port 1 the
-  // context's QPs sit behind (shm::SharedQp::ca).
-  void place(uint8_t ca, bool subnet) {
-    ca_ = ca;
-    subnet_ = subnet;
-  }
+  // Fixed before the context is registered for the port's events (the
+  // service thread reads it then).
+  uint8_t ca() const { return placement_.ca; }
+  bool in_subnet() const { return placement_.subnet; }
   // The file behind cmd_fd: the PD handles importable through it.
   ContextFile& file() { return *file_; }
 
@@ -58,14 +59,13 @@ class Context {
 
  private:
   Context() = default;
-  static Result<Context*> make(ibv_device* device, int import_fd);
+  static Result<Context*> make(ibv_device* device, int import_fd, Placement placement);
 
   verbs_context vctx_{};  // its ibv_context is what the application holds
   Device* device_ = nullptr;
   int async_write_fd_ = -1;
   ContextFile* file_ = nullptr;  // owns cmd_fd
-  uint8_t ca_ = 0;  // constant after place()
-  bool subnet_ = false;
+  Placement placement_;
 };
 
 // Another CA's P_Key table is the subnet's (mad/ca_devices.h), which the

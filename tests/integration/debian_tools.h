@@ -20,6 +20,16 @@ inline std::string tool_env() {
   if (dladdr(reinterpret_cast<void*>(&__asan_init), &info) == 0 || info.dli_fname == nullptr) return "";
   return std::string("env LD_PRELOAD=") + info.dli_fname + " ASAN_OPTIONS=detect_leaks=0 ";
 }
+#elif defined(__SANITIZE_THREAD__)
+extern "C" void __tsan_init();
+// Likewise the TSan runtime, or a tool that starts threads of its own
+// (opensm) crashes in our instrumented libraries; the tool's own races are
+// not ours to report.
+inline std::string tool_env() {
+  Dl_info info{};
+  if (dladdr(reinterpret_cast<void*>(&__tsan_init), &info) == 0 || info.dli_fname == nullptr) return "";
+  return std::string("env LD_PRELOAD=") + info.dli_fname + " TSAN_OPTIONS=report_bugs=0 ";
+}
 #else
 inline std::string tool_env() { return ""; }
 #endif

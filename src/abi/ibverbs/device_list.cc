@@ -134,9 +134,10 @@ SV_EXPORT ibv_context* ibv_open_device(ibv_device* device) {
   softverbs::Result<Device*> dev = Device::get();
   if (index < 0 || !dev.is_ok() || static_cast<unsigned>(index) >= device_count(dev.value()->seg()))
     return softverbs::abi::fail<ibv_context>(EINVAL);
-  softverbs::Result<Context*> ctx = Context::open(device);
+  const softverbs::verbs::Placement placement{static_cast<uint8_t>(index),
+                                              softverbs::mad::loaded_subnet_of(dev.value()->seg()) != nullptr};
+  softverbs::Result<Context*> ctx = Context::open(device, placement);
   if (!ctx.is_ok()) return softverbs::abi::fail<ibv_context>(ctx.code());
-  ctx.value()->place(static_cast<uint8_t>(index), softverbs::mad::loaded_subnet_of(dev.value()->seg()) != nullptr);
   softverbs::abi::fill_context_ops(ctx.value()->vctx());
   return ctx.value()->ibv();
 }
@@ -150,10 +151,11 @@ SV_EXPORT int ibv_close_device(ibv_context* context) {
 // ibv_import_device(3): cmd_fd is a dup of a softverbs context's (another
 // process's too); the new context shares its PD handles (context_file.h).
 SV_EXPORT ibv_context* ibv_import_device(int cmd_fd) {
-  if (cmd_fd < 0 || !Device::get().is_ok()) return softverbs::abi::fail<ibv_context>(EINVAL);
-  softverbs::Result<Context*> ctx = Context::import(soft_device(), cmd_fd);
+  softverbs::Result<Device*> dev = Device::get();
+  if (cmd_fd < 0 || !dev.is_ok()) return softverbs::abi::fail<ibv_context>(EINVAL);
+  const softverbs::verbs::Placement placement{0, softverbs::mad::loaded_subnet_of(dev.value()->seg()) != nullptr};
+  softverbs::Result<Context*> ctx = Context::import(soft_device(), cmd_fd, placement);
   if (!ctx.is_ok()) return softverbs::abi::fail<ibv_context>(ctx.code());
-  ctx.value()->place(0, softverbs::mad::loaded_subnet_of(ctx.value()->device().seg()) != nullptr);
   softverbs::abi::fill_context_ops(ctx.value()->vctx());
   return ctx.value()->ibv();
 }

@@ -941,7 +941,9 @@ case $scenario in
     # softverbs2 alone reads 0x8001 from its CA's table in the subnet.
     printf 'Default=0x7fff : ALL=full ;\nBlue=0x0001 : 0x0011750000000301=full ;\n' >"$work/partitions.conf"
     # ibv_asyncwatch on softverbs2 hears its own port's events from opensm's Sets.
-    timeout 60 ibv_asyncwatch -d softverbs2 >"$work/watch2" 2>&1 &
+    # Its own PID, not a timeout's (a KILLed timeout leaves its child running);
+    # cleanup kills it if the test ends early.
+    ibv_asyncwatch -d softverbs2 >"$work/watch2" 2>&1 &
     poller=$!
     for _ in $(seq 50); do grep -q 'async event FD' "$work/watch2" && break; sleep 0.1; done
     osm_partitions=$work/partitions.conf sm_sweep

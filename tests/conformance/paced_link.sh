@@ -15,7 +15,8 @@ cleanup() {
     kill -KILL "$p" 2>/dev/null || true
     wait "$p" 2>/dev/null || true
   done
-  rm -rf "$SOFTVERBS_DEVICE_PATH" "$SOFTVERBS_DEVICE_PATH.sysfs" "$SOFTVERBS_DEVICE_PATH.pma" "$work"
+  # The device and what sits beside it: sysfs tree, PMA reset point, an SM's issm FIFO and agents.
+  rm -rf "$SOFTVERBS_DEVICE_PATH" "$SOFTVERBS_DEVICE_PATH".* "$work"
 }
 trap cleanup EXIT
 

@@ -41,7 +41,7 @@ cleanup() {
   for p in "${pids[@]}"; do kill -KILL "$p" 2>/dev/null || true; done
   for p in "${pids[@]}"; do wait "$p" 2>/dev/null || true; done
   [ "$fabric" != roce ] || netns_down
-  rm -rf "$work" "$seg" "$seg.sysfs" "$seg-a" "$seg-a.sysfs" "$seg-b" "$seg-b.sysfs"
+  rm -rf "$work" "$seg" "$seg".* "$seg-a" "$seg-a".* "$seg-b" "$seg-b".*
 }
 trap cleanup EXIT
 

@@ -22,7 +22,8 @@ cleanup() {
     kill -KILL "$server" 2>/dev/null || true
     wait "$server" 2>/dev/null || true
   fi
-  rm -rf "$SOFTVERBS_DEVICE_PATH" "$SOFTVERBS_DEVICE_PATH.sysfs" "$SOFTVERBS_DEVICE_PATH.pma" "$work"
+  # The device and what sits beside it: sysfs tree, PMA reset point, an SM's issm FIFO and agents.
+  rm -rf "$SOFTVERBS_DEVICE_PATH" "$SOFTVERBS_DEVICE_PATH".* "$work"
 }
 trap cleanup EXIT
 fail() { echo "FAIL: $scenario: $*" >&2; exit 1; }

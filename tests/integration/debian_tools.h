@@ -6,6 +6,7 @@
 #include <sys/wait.h>
 
 #include <cstdio>
+#include <cstdlib>
 #include <string>
 
 namespace softverbs::integration {
@@ -33,6 +34,12 @@ inline std::string tool_env() {
 #else
 inline std::string tool_env() { return ""; }
 #endif
+
+// Debian's tools find our libibumad beside our libibverbs.
+inline void tools_use_our_libraries() {
+  const std::string lib = SOFTVERBS_ITEST_EXPECTED_LIBIBVERBS;
+  setenv("LD_LIBRARY_PATH", lib.substr(0, lib.rfind('/')).c_str(), 1);
+}
 
 // Debian's tool against our libibumad (beside our libibverbs), killed after
 // `seconds`; its exit status, its output appended to `out`.

@@ -137,9 +137,7 @@ uint32_t bad_pkey_counter(ibv_context* ctx) {
 
 TEST(Partition, OpensmProgramsTheTableAndTheDataPathEnforcesIt) {
   run_solo("solo", [](Proc&) {
-    // Our libibumad sits beside our libibverbs.
-    const std::string lib = SOFTVERBS_ITEST_EXPECTED_LIBIBVERBS;
-    setenv("LD_LIBRARY_PATH", lib.substr(0, lib.rfind('/')).c_str(), 1);
+    tools_use_our_libraries();
     if (tool("which opensm smpquery ibportstate ibv_devinfo") != 0) GTEST_SKIP() << "opensm or infiniband-diags is not installed";
     ContextPtr ctx = open_device();
     ASSERT_NE(nullptr, ctx);

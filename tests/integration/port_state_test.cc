@@ -115,9 +115,7 @@ ibv_wc_status send_to_self(ibv_context* ctx, uint16_t dlid) {
 
 TEST(PortState, ExternalSmBringsThePortUp) {
   run_solo("solo", [](Proc&) {
-    // Our libibumad sits beside our libibverbs.
-    const std::string lib = SOFTVERBS_ITEST_EXPECTED_LIBIBVERBS;
-    setenv("LD_LIBRARY_PATH", lib.substr(0, lib.rfind('/')).c_str(), 1);
+    tools_use_our_libraries();
     if (tool("which ibportstate perfquery") != 0) GTEST_SKIP() << "infiniband-diags is not installed";
     ContextPtr ctx = open_device();
     ASSERT_NE(nullptr, ctx);

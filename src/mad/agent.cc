@@ -100,11 +100,11 @@ Disposition answer_in_subnet(const shm::Segment& seg, const uint8_t* in, size_t 
   shm::ControlLock control(seg);
   s.local = port_view(seg);
   // The other CAs' contexts hear of their ports' changes as the device's
-  // hear of its own (the Set's ClientReregister is not passed on to them).
+  // hear of its own.
   const std::vector<CaDevicePortState> was = ca_device_port_states(s);
   const Disposition d = answer_subnet_smp(s, in, len, dlid, out, &effect, traps);
   store_effect(seg, effect);
-  append_ca_device_events(seg, was, ca_device_port_states(s));
+  append_ca_device_events(seg, was, ca_device_port_states(s), reregistered_devices(s, effect.reregistered_ca_nodes));
   return d;
 }
 

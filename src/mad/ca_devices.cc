@@ -85,12 +85,25 @@ std::vector<CaDevicePortState> ca_device_port_states(const Subnet& s) {
   return states;
 }
 
+std::vector<bool> reregistered_devices(const Subnet& s, const std::vector<unsigned>& nodes) {
+  std::vector<bool> devices;
+  if (nodes.empty() || s.topology == nullptr) return devices;
+  const std::vector<int>& device_node = device_nodes(s);
+  devices.assign(device_node.size() > 0 ? device_node.size() - 1 : 0, false);
+  for (size_t k = 1; k < device_node.size(); ++k)
+    for (const unsigned n : nodes)
+      if (static_cast<int>(n) == device_node[k]) devices[k - 1] = true;
+  return devices;
+}
+
 void append_ca_device_events(const shm::Segment& seg, const std::vector<CaDevicePortState>& was,
-                             const std::vector<CaDevicePortState>& now) {
+                             const std::vector<CaDevicePortState>& now, const std::vector<bool>& reregistered) {
   for (size_t i = 0; i < was.size() && i < now.size(); ++i) {
     const PortView& a = was[i].view;
     const PortView& b = now[i].view;
-    uint64_t bits = shm::port_change_events({a.lid, a.sm_lid, a.port_state}, {b.lid, b.sm_lid, b.port_state}, false);
+    const bool reregister = i < reregistered.size() && reregistered[i];
+    uint64_t bits =
+        shm::port_change_events({a.lid, a.sm_lid, a.port_state}, {b.lid, b.sm_lid, b.port_state}, reregister);
     if (a.pkeys != b.pkeys) bits |= 1ull << IBV_EVENT_PKEY_CHANGE;
     if (bits == 0 && a.phys_state == b.phys_state && a.cap_mask == b.cap_mask && a.lmc == b.lmc && a.sm_sl == b.sm_sl)
       continue;

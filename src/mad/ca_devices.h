@@ -63,7 +63,12 @@ std::vector<CaDevicePortState> ca_device_port_states(const Subnet& subnet);
 // The events between two such readings, each on its device's port
 // (shm/port_events.h), and the changed ports' sysfs files written again.
 // REQUIRES: the segment's control lock.
+// `reregistered[k - 1]`: device k's port took a ClientReregister
+// (IBV_EVENT_CLIENT_REREGISTER), whether or not anything else changed.
 void append_ca_device_events(const shm::Segment& seg, const std::vector<CaDevicePortState>& was,
-                             const std::vector<CaDevicePortState>& now);
+                             const std::vector<CaDevicePortState>& now, const std::vector<bool>& reregistered = {});
+// The devices (index k - 1, as above) of the topology's CA nodes `nodes`.
+// REQUIRES: the caller holds a SubnetLock on subnet.state.
+std::vector<bool> reregistered_devices(const Subnet& subnet, const std::vector<unsigned>& nodes);
 
 }  // namespace softverbs::mad

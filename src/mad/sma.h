@@ -6,6 +6,7 @@
 
 #include <cstddef>
 #include <cstdint>
+#include <vector>
 
 #include "mad/port_view.h"
 
@@ -45,6 +46,10 @@ struct SmpEffect {
   // A Set(P_KeyTable) changed the port's table (IBV_EVENT_PKEY_CHANGE).
   bool pkeys_changed = false;
   shm::PKeyTable pkeys{};
+  // The subnet's other CAs whose port took a PortInfo Set carrying
+  // ClientReregister (their topology node indices), for their devices'
+  // contexts to hear it as the device's port's do.
+  std::vector<unsigned> reregistered_ca_nodes;
 };
 
 // REQUIRES: `out` holds kMadBytes. `in` may be any length; fewer than

@@ -395,6 +395,10 @@ Disposition answer_at(const Subnet& s, Hop at, const uint8_t* in, bool directed,
   MadStatus set_status = MadStatus::kOk;
   if (set && attr == static_cast<uint16_t>(SmpAttr::kPortInfo) && versions_ok) {
     set_status = set_port_info(s, static_cast<unsigned>(at.node), port, in + kSmpDataOffset, traps);
+    // IBA 14.2.5.6: a CA's clients register again when the SM says so.
+    if (set_status == MadStatus::kOk && !n.is_switch() && local_effect != nullptr &&
+        port_info::ClientReregister::get(in + kSmpDataOffset) != 0)
+      local_effect->reregistered_ca_nodes.push_back(static_cast<unsigned>(at.node));
     // Answered as a Get of the attribute as it now stands.
     Method::set(req, static_cast<uint8_t>(MethodId::kGet));
   }

@@ -289,6 +289,26 @@ TEST_F(SubnetSmaTest, AnSmBringsPortsUpInOrder) {
   EXPECT_EQ(a.out[64 + 32] & 0xf, 2);
 }
 
+// IBA 14.2.5.6 ClientReregister: a CA's port passes it to its clients (the
+// caller raises IBV_EVENT_CLIENT_REREGISTER on that CA's device); a
+// switch has no clients, and a Set without the bit asks nothing.
+TEST_F(SubnetSmaTest, ClientReregisterOfARemoteCaIsPassedOn) {
+  auto set_rereg = [&](std::initializer_list<uint8_t> path, bool rereg) {
+    Mad m = dr(0x02, 0x0015, 0, path);
+    uint8_t* d = m.data() + kSmpDataOffset;
+    d[19] = 1;  // MasterSMLID 1
+    if (rereg) d[51] |= 0x80;
+    return ask(m);
+  };
+  Answer a = set_rereg({1, 7, 1}, true);
+  EXPECT_EQ(status(a.out), 0);
+  const auto ca = static_cast<unsigned>(topo_.find("ca-3"));
+  EXPECT_EQ(a.effect.reregistered_ca_nodes, std::vector<unsigned>{ca});
+  EXPECT_FALSE(a.effect.client_reregister);  // not the device's own port
+  EXPECT_TRUE(set_rereg({1, 7, 1}, false).effect.reregistered_ca_nodes.empty());
+  EXPECT_TRUE(set_rereg({1}, true).effect.reregistered_ca_nodes.empty());
+}
+
 TEST_F(SubnetSmaTest, MKeyProtectsANode) {
   // The SM sets M_Key 0x1234 with protection level 1 on sw-b.
   Mad m = dr(0x02, 0x0015, 0, {1, 7});

@@ -98,8 +98,10 @@ void fill_port_attr(const shm::Segment& seg, ibv_port_attr* p) {
   p->gid_tbl_len = 1;
   // Extended speeds: EDR is only expressible in PortInfo:LinkSpeedExtActive (IBA 14.2.5.6).
   // SL_MAP: the port has an SLtoVLMappingTable (opensm programs it only then).
+  // CLIENT_REG: an SM's ClientReregister reaches every context as
+  // IBV_EVENT_CLIENT_REREGISTER (opensm sets it only on ports that say so).
   p->port_cap_flags = IBV_PORT_SM | IBV_PORT_SYS_IMAGE_GUID_SUP | IBV_PORT_CM_SUP | IBV_PORT_EXTENDED_SPEEDS_SUP |
-                      IBV_PORT_SL_MAP_SUP;
+                      IBV_PORT_SL_MAP_SUP | IBV_PORT_CLIENT_REG_SUP;
   p->max_msg_sz = shm::kMaxMsgSize;
   p->bad_pkey_cntr = shm::pkey_violations(seg.header());
   p->qkey_viol_cntr = 0;

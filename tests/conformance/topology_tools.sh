@@ -55,6 +55,7 @@ work=$(mktemp -d)
 server=
 sm_pid=
 poller=
+poller0=
 cleanup() {
   if [ -n "$server" ]; then
     kill -TERM "$server" 2>/dev/null || true
@@ -63,6 +64,7 @@ cleanup() {
     wait "$server" 2>/dev/null || true
   fi
   if [ -n "$poller" ]; then kill -KILL "$poller" 2>/dev/null || true; wait "$poller" 2>/dev/null || true; fi
+  if [ -n "$poller0" ]; then kill -KILL "$poller0" 2>/dev/null || true; wait "$poller0" 2>/dev/null || true; fi
   if [ -n "$sm_pid" ]; then kill -KILL "$sm_pid" 2>/dev/null || true; wait "$sm_pid" 2>/dev/null || true; fi
   rm -rf "$SOFTVERBS_DEVICE_PATH" "$SOFTVERBS_DEVICE_PATH".* "$work"
 }
@@ -943,16 +945,24 @@ case $scenario in
     # ibv_asyncwatch on softverbs2 hears its own port's events from opensm's Sets.
     # Its own PID, not a timeout's (a KILLed timeout leaves its child running);
     # cleanup kills it if the test ends early.
+    # So does softverbs0 on the device's own port.
     ibv_asyncwatch -d softverbs2 >"$work/watch2" 2>&1 &
     poller=$!
-    for _ in $(seq 50); do grep -q 'async event FD' "$work/watch2" && break; sleep 0.1; done
+    ibv_asyncwatch -d softverbs0 >"$work/watch0" 2>&1 &
+    poller0=$!
+    for _ in $(seq 50); do grep -q 'async event FD' "$work/watch2" && grep -q 'async event FD' "$work/watch0" && break; sleep 0.1; done
     osm_partitions=$work/partitions.conf sm_sweep
-    for _ in $(seq 50); do grep -q 'IBV_EVENT_PORT_ACTIVE' "$work/watch2" && break; sleep 0.1; done
-    kill -KILL "$poller" 2>/dev/null || true
-    wait "$poller" 2>/dev/null || true
-    poller=
-    for e in PORT_ACTIVE SM_CHANGE PKEY_CHANGE; do  # its LID stays the one ibportstate gave
+    for _ in $(seq 50); do grep -q 'IBV_EVENT_PORT_ACTIVE' "$work/watch2" && grep -q 'IBV_EVENT_PORT_ACTIVE' "$work/watch0" && break; sleep 0.1; done
+    kill -KILL "$poller" "$poller0" 2>/dev/null || true
+    wait "$poller" "$poller0" 2>/dev/null || true
+    poller= poller0=
+    # CLIENT_REREGISTER: opensm asks for it in its first sweep of a port that
+    # supports it (IsClientReregistrationSupported), on every CA.
+    for e in PORT_ACTIVE SM_CHANGE PKEY_CHANGE CLIENT_REREGISTER; do  # its LID stays the one ibportstate gave
       grep -q "IBV_EVENT_$e (.*), port 1" "$work/watch2" || { cat "$work/watch2" >&2; fail "softverbs2 did not get IBV_EVENT_$e"; }
+    done
+    for e in PORT_ACTIVE CLIENT_REREGISTER; do
+      grep -q "IBV_EVENT_$e (.*), port 1" "$work/watch0" || { cat "$work/watch0" >&2; fail "softverbs0 did not get IBV_EVENT_$e"; }
     done
     pkey_tool=$lib/../bin/softverbs_pkey_tables
     run pkeys "$pkey_tool"

@@ -19,6 +19,7 @@
 #include "mad/vl15_buffer.h"
 #include "shm/port_events.h"
 #include "shm/port_qos.h"
+#include "shm/qp_pkeys.h"
 #include "util/log.h"
 #include "util/time.h"
 #include "verbs/sysfs_port.h"
@@ -70,7 +71,10 @@ const LoadedSubnet& loaded_subnet(const shm::Segment& seg) {
 // the events and the sysfs files of successive changes.
 void store_effect(const shm::Segment& seg, const SmpEffect& effect) {
   if (effect.qos_changed) shm::store_qos(seg.header(), effect.qos);
-  if (effect.pkeys_changed) shm::store_pkeys(seg.header(), effect.pkeys);
+  if (effect.pkeys_changed) {
+    shm::store_pkeys(seg.header(), effect.pkeys);
+    shm::refresh_qp_pkeys(seg, 0, effect.pkeys);
+  }
   shm::SegmentHeader& h = seg.header();
   const shm::PortSnapshot was{h.lid, h.sm_lid, h.port_state.load(std::memory_order_relaxed)};
   shm::PortSnapshot now = was;
@@ -86,6 +90,17 @@ void store_effect(const shm::Segment& seg, const SmpEffect& effect) {
   if (effect.pkeys_changed) events |= 1ull << IBV_EVENT_PKEY_CHANGE;
   shm::append_port_events(seg, events);
   if (effect.port_changed || effect.pkeys_changed) verbs::refresh_sysfs_port(seg);
+}
+
+// Another CA's QPs follow its table as the device's follow the device's
+// (shm/qp_pkeys.h). REQUIRES: the subnet's lock and the control lock.
+void refresh_ca_device_qps(const shm::Segment& seg, const std::vector<CaDevicePortState>& was,
+                           const std::vector<CaDevicePortState>& now) {
+  for (size_t i = 0; i < was.size() && i < now.size(); ++i) {
+    if (was[i].view.pkeys == now[i].view.pkeys) continue;
+    shm::note_pkeys_changed(seg.header());
+    shm::refresh_qp_pkeys(seg, static_cast<uint8_t>(i + 1), now[i].view.pkeys);
+  }
 }
 
 Disposition answer_in_subnet(const shm::Segment& seg, const uint8_t* in, size_t len, uint16_t dlid, uint8_t* out,
@@ -104,7 +119,9 @@ Disposition answer_in_subnet(const shm::Segment& seg, const uint8_t* in, size_t 
   const std::vector<CaDevicePortState> was = ca_device_port_states(s);
   const Disposition d = answer_subnet_smp(s, in, len, dlid, out, &effect, traps);
   store_effect(seg, effect);
-  append_ca_device_events(seg, was, ca_device_port_states(s), reregistered_devices(s, effect.reregistered_ca_nodes));
+  const std::vector<CaDevicePortState> now = ca_device_port_states(s);
+  refresh_ca_device_qps(seg, was, now);
+  append_ca_device_events(seg, was, now, reregistered_devices(s, effect.reregistered_ca_nodes));
   return d;
 }
 

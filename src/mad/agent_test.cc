@@ -1,8 +1,10 @@
 #include "mad/agent.h"
 
 #include <gtest/gtest.h>
+#include <infiniband/verbs.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <array>
 #include <memory>
 #include <random>
@@ -11,6 +13,7 @@
 #include "mad/mad_layout.h"
 #include "mad/pma_counters.h"
 #include "mad/vl15_buffer.h"
+#include "shm/port_pkeys.h"
 #include "shm/port_qos.h"
 #include "util/time.h"
 
@@ -137,6 +140,45 @@ TEST_F(AgentTest, SmaSetStoresTheTablesForEveryProcess) {
   // The same Set again changes nothing and leaves the generation alone.
   answer_mad(*seg_, in.data(), in.size(), kPermissiveLid, out.data());
   EXPECT_EQ(h.qos.generation.load(), generation + 1);
+}
+
+// IBA 10.9.3: a QP holds an index into its port's P_Key table, so an SM's
+// Set(P_KeyTable) reaches every live QP at once, whichever process owns it;
+// another CA's QPs follow their own CA's table.
+TEST_F(AgentTest, SmaPKeyTableSetReachesLiveQpsAtOnce) {
+  auto make = [this](uint32_t slot, uint8_t ca, shm::SlotState state) -> shm::SharedQp& {
+    shm::SharedQp& qp = seg_->qp(slot);
+    qp.ca = ca;
+    qp.state.store(IBV_QPS_RTS);
+    qp.pkey_index = 1;
+    qp.pkey = 0;  // the entry it held: invalid until the SM fills it
+    qp.pkey_fast = shm::fast_pkey(0);
+    qp.slot_state.store(static_cast<uint32_t>(state));
+    return qp;
+  };
+  const shm::SharedQp& rts = make(5, 0, shm::SlotState::kLive);
+  const shm::SharedQp& dead = make(6, 0, shm::SlotState::kDead);
+  const shm::SharedQp& other_ca = make(7, 1, shm::SlotState::kLive);
+  std::array<uint8_t, kMadBytes> in{};
+  in[0] = 1;
+  in[1] = 0x01;
+  in[2] = 1;
+  in[3] = 0x02;
+  AttributeId::set(in.data(), 0x0016);
+  const uint8_t block[] = {0xff, 0xff, 0x80, 0x01};
+  std::copy(std::begin(block), std::end(block), in.begin() + kSmpDataOffset);
+  std::array<uint8_t, kMadBytes> out{};
+  ASSERT_EQ(answer_mad(*seg_, in.data(), in.size(), kPermissiveLid, out.data()), Disposition::kRespond);
+  EXPECT_EQ(Status::get(out.data()), 0);
+  EXPECT_EQ(rts.pkey, 0x8001);
+  EXPECT_EQ(rts.pkey_fast, 0x8001u) << "a request of the new key passes with one compare";
+  EXPECT_EQ(dead.pkey, 0);
+  EXPECT_EQ(other_ca.pkey, 0);
+  // And out again: the QP's packets carry, and its checks use, the invalid key.
+  in[kSmpDataOffset + 2] = in[kSmpDataOffset + 3] = 0;
+  ASSERT_EQ(answer_mad(*seg_, in.data(), in.size(), kPermissiveLid, out.data()), Disposition::kRespond);
+  EXPECT_EQ(rts.pkey, 0);
+  EXPECT_EQ(rts.pkey_fast, shm::kNoFastPKey);
 }
 
 TEST_F(AgentTest, AnSmpThatFindsVl15FullIsDroppedAndCounted) {

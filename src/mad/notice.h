@@ -34,11 +34,21 @@ using NoticeCount = Field<8, 1, 15>;
 inline constexpr size_t kDataDetails = 10;
 // Trap 128: the LID of the switch whose port changed state.
 using Trap128SwitchLid = BeField<kDataDetails, 2>;
+// Traps 257/258 (IBA 13.4.8.2): the offending packet's source (1) and
+// destination (2) LIDs and QPs, the key it carried and its SL; the GIDs
+// that follow (16 bytes each) stay 0 without a GRH.
+using Trap257Lid1 = BeField<kDataDetails + 2, 2>;
+using Trap257Lid2 = BeField<kDataDetails + 4, 2>;
+using Trap257Key = BeField<kDataDetails + 6, 4>;
+using Trap257Sl = Field<kDataDetails + 10, 0, 4>;
+using Trap257Qp1 = BeField<kDataDetails + 11, 3>;
+using Trap257Qp2 = BeField<kDataDetails + 15, 3>;
 }  // namespace notice
 
 enum class NoticeType : uint8_t { kFatal = 0, kUrgent = 1, kSecurity = 2, kSubnetManagement = 3, kInfo = 4 };
 enum class ProducerType : uint32_t { kCa = 1, kSwitch = 2, kRouter = 3, kSubnetManagement = 4 };
 inline constexpr uint16_t kTrapLinkStateChange = 128;
+inline constexpr uint16_t kTrapBadPKey = 257;
 
 // A trap ready to leave its node: the SMP and where it is addressed.
 struct Trap {
@@ -63,6 +73,21 @@ struct RaisedTraps {
 // The TID's upper half is 0: it names no agent, so a TrapRepress for it
 // goes to no process (mad/user_agent.h).
 Trap link_state_change_trap(uint16_t switch_lid, uint16_t sm_lid, uint8_t sm_sl, uint64_t m_key, uint32_t tid);
+
+// What a port saw of a packet it dropped for its P_Key.
+struct BadPKey {
+  uint16_t lid1 = 0;  // the packet's source
+  uint16_t lid2 = 0;  // its destination: the port
+  uint16_t pkey = 0;  // what it carried
+  uint8_t sl = 0;
+  uint32_t qp1 = 0;
+  uint32_t qp2 = 0;
+};
+
+// Trap 257 (Bad P_Key, Security, producer CA) from the CA port at
+// `port_lid`, to the SM at `sm_lid`/`sm_sl`; the TID's upper half is 0, as
+// for trap 128.
+Trap bad_pkey_trap(uint16_t port_lid, uint16_t sm_lid, uint8_t sm_sl, const BadPKey& bad, uint32_t tid);
 
 // Whether `mad` is a SubnTrap or SubnTrapRepress SMP (either routing).
 bool is_smp_trap(const uint8_t* mad);

@@ -31,6 +31,31 @@ TEST(Notice, LinkStateChangeTrapGolden) {
   EXPECT_EQ(Bytes(t.mad + 76, t.mad + kMadBytes), Bytes(kMadBytes - 76, 0));
 }
 
+// IBA 13.4.8.2: trap 257 from the CA port at LID 5 to the SM at LID 1
+// (generic, Security, producer CA): a GMP from LID 4 QP1 on SL 3 to LID 5
+// QP1 carrying P_Key 0x8002, laid out as opensm reads ntc_257_258.
+TEST(Notice, BadPKeyTrapGolden) {
+  const Trap t = bad_pkey_trap(5, 1, 0, {.lid1 = 4, .lid2 = 5, .pkey = 0x8002, .sl = 3, .qp1 = 1, .qp2 = 1}, 0x43);
+  EXPECT_EQ(t.dlid, 1);
+  EXPECT_EQ(t.slid, 5);
+  EXPECT_EQ(Bytes(t.mad, t.mad + 24), Bytes({0x01, 0x01, 0x01, 0x05, 0x00, 0x00, 0x00, 0x00,  // SubnTrap
+                                             0x00, 0x00, 0x00, 0x00, 0x00, 0x00, 0x00, 0x43,
+                                             0x00, 0x02, 0x00, 0x00, 0x00, 0x00, 0x00, 0x00}));
+  EXPECT_EQ(Bytes(t.mad + 24, t.mad + 64), Bytes(40, 0));  // no M_Key
+  EXPECT_EQ(Bytes(t.mad + 64, t.mad + 92), Bytes({0x82,              // IsGeneric, Type Security
+                                                  0x00, 0x00, 0x01,  // ProducerType: CA
+                                                  0x01, 0x01,        // TrapNumber 257
+                                                  0x00, 0x05,        // IssuerLID
+                                                  0x00, 0x00,        // NoticeToggle, NoticeCount
+                                                  0x00, 0x00,        // reserved
+                                                  0x00, 0x04,        // LID1
+                                                  0x00, 0x05,        // LID2
+                                                  0x00, 0x00, 0x80, 0x02,  // Key
+                                                  0x30, 0x00, 0x00, 0x01,  // SL, QP1
+                                                  0x00, 0x00, 0x00, 0x01}));  // QP2
+  EXPECT_EQ(Bytes(t.mad + 92, t.mad + kMadBytes), Bytes(kMadBytes - 92, 0));  // GID1, GID2: no GRH
+}
+
 TEST(Notice, TrapAndTrapRepressAreTold) {
   Trap t = link_state_change_trap(3, 1, 0, 0, 1);
   EXPECT_TRUE(is_smp_trap(t.mad));

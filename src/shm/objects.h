@@ -258,6 +258,10 @@ struct alignas(64) SharedQp {
   // a request between two QPs of CA 0 on its fast path, anything else only
   // where the subnet's links and forwarding tables do.
   uint8_t ca;
+  // Created with source QPN 1 (IBV_QP_CREATE_SOURCE_QPN): a GSI agent's QP,
+  // which takes a request whose P_Key matches any entry of its port's table
+  // (IBA 10.9.3; layout version 19).
+  uint8_t gsi;
   std::atomic<uint32_t> access_flags;  // qp_access_flags
   uint32_t pd_id;
   uint32_t dest_qpn;
@@ -268,9 +272,13 @@ struct alignas(64) SharedQp {
   uint32_t xrcd;                     // XRC_RECV: its domain's slot + 1; 0 = none
   uint16_t dlid;
   uint16_t pkey_index;
-  // The P_Key at pkey_index when the QP was last modified (shm/port_pkeys.h):
-  // what its packets carry and what a request to it must match; pkey_fast
-  // is what a request may carry to pass with one compare (shm::fast_pkey).
+  // The P_Key at pkey_index (shm/port_pkeys.h): what its packets carry and
+  // what a request to it must match; pkey_fast is what a request may carry
+  // to pass with one compare (shm::fast_pkey). Written under
+  // SegmentHeader::control, by its owner's modify or by an SM's
+  // Set(P_KeyTable) in any process (shm/qp_pkeys.h), with __atomic stores;
+  // the data path reads them without a lock. Plain fields, as `lid`: the
+  // data path's relaxed loads stay plain loads.
   uint16_t pkey;
   uint32_t pkey_fast;
   std::atomic<uint64_t> pending_async;  // bits (1 << ibv_event_type) raised by peers

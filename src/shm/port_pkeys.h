@@ -3,9 +3,10 @@
 // data path read one copy (issue 19).
 //
 // Writers (an SM's Set(P_KeyTable), mad/agent.cc) hold SegmentHeader::control.
-// A QP copies the entry at its pkey_index into SharedQp::pkey when it is
-// modified (verbs/qp.cc), so the data path never reads the table: it compares
-// a packet's P_Key with its QP's, one load and one compare when they agree.
+// Each QP keeps the entry at its pkey_index in SharedQp::pkey, taken when it
+// is modified and refreshed by every change (shm/qp_pkeys.h), so the data
+// path never reads the table: it compares a packet's P_Key with its QP's,
+// one load and one compare when they agree.
 //
 // Header-only: the responder's fuzzer links the segment without the verbs layer.
 #pragma once

@@ -3,6 +3,7 @@
 
 #include <algorithm>
 
+#include "shm/qp_pkeys.h"
 #include "shm/rings.h"
 #include "transport/cq_output.h"
 #include "transport/local_sges.h"
@@ -430,6 +431,14 @@ void on_atomic_acknowledge(SendSide& s, uint32_t psn, const wire::Aeth& aeth, ui
 }
 
 void on_response_packet(SendSide& s, const wire::PacketView& v) {
+  // IBA 9.6.1.1: a response's P_Key is checked as a request's; one that does
+  // not match the QP's is dropped and counted, and the ACK timer decides
+  // what follows (a table change can leave answers in flight on either side).
+  const uint16_t pkey = v.bth().pkey;
+  if (pkey != shm::qp_pkey_fast(*s.qp.shared) && !shm::pkeys_match(pkey, shm::qp_pkey(*s.qp.shared))) [[unlikely]] {
+    shm::count_pkey_violation(s.qp.seg->header());
+    return;
+  }
   const uint32_t psn = v.bth().psn.value();
   const wire::OpcodeInfo& info = v.info();
   if (info.any(wire::OpFlag::kAck)) {

@@ -4,6 +4,7 @@
 
 #include <algorithm>
 
+#include "shm/qp_pkeys.h"
 #include "transport/qp_types.h"
 #include "transport/wr_opcode_table.h"
 #include "wire/psn.h"
@@ -49,7 +50,7 @@ RequestPackets::RequestPackets(const SendSide& s, const SendWqe& w, const IoList
   const uint32_t skip = static_cast<uint32_t>(wire::psn_diff(wire::Psn(from_psn), wire::Psn(w.psn)));
 
   wire::Bth& bth = h_.bth;
-  bth.pkey = s.conn.pkey;
+  bth.pkey = shm::qp_pkey(*s.qp.shared);
   bth.dest_qp = s.qp.qp_type == IBV_QPT_UD ? w.remote_qpn : s.conn.dest_qpn;
   h_.immdt.value = be32toh(w.imm_data);
   h_.ieth.rkey = w.imm_data;  // SEND WITH INVALIDATE: the R_Key, in host order in the WR

@@ -8,6 +8,7 @@
 #include <optional>
 
 #include "shm/port_pkeys.h"
+#include "shm/qp_pkeys.h"
 #include "shm/rings.h"
 #include "transport/cq_output.h"
 #include "transport/mem_ops.h"
@@ -65,6 +66,7 @@ class Responder {
   bool take_recv_wqe();
   Response receiver_not_ready();
   Response refuse();
+  [[gnu::noinline, gnu::cold]] bool pkey_accepted() const;
   [[gnu::noinline, gnu::cold]] Response pkey_violation();
   std::optional<RespError> place_send_payload(const IoList& data);
   bool complete_recv(int status, uint32_t byte_len, bool with_imm, ibv_wc_opcode opcode);
@@ -496,10 +498,18 @@ Response Responder::refuse() {
   return Response{};
 }
 
+bool Responder::pkey_accepted() const {
+  if (shm::pkeys_match(req_.pkey, shm::qp_pkey(qp_))) return true;
+  // IBA 9.6.1.1: QP1 takes a packet whose P_Key matches any valid entry of
+  // its port's table, by the same membership rule (10.9.3). Another CA of a
+  // topology keeps its table outside the segment: its QP1 is held to its own.
+  return qp_.gsi != 0 && qp_.ca == 0 && shm::pkey_index_matching(seg_.header(), req_.pkey) >= 0;
+}
+
 Response Responder::pkey_violation() {
   shm::count_pkey_violation(seg_.header());
   SV_LOG_RATELIMITED(kDebug, "QP %#x: request with P_Key %#x, the QP's %#x: dropped", req_.dest_qpn,
-                     static_cast<unsigned>(req_.pkey), static_cast<unsigned>(qp_.pkey));
+                     static_cast<unsigned>(req_.pkey), static_cast<unsigned>(shm::qp_pkey(qp_)));
   return Response{};
 }
 
@@ -514,8 +524,8 @@ Response Responder::run() {
   // dropped and counted in PortInfo:P_KeyViolations; RC's requester then
   // runs out of retries. Equal keys of a full member are the common case:
   // one compare (shm::fast_pkey); anything else is looked at closely.
-  if (static_cast<uint32_t>(req_.pkey) != qp_.pkey_fast) [[unlikely]] {
-    if (!shm::pkeys_match(req_.pkey, qp_.pkey)) return pkey_violation();
+  if (static_cast<uint32_t>(req_.pkey) != shm::qp_pkey_fast(qp_)) [[unlikely]] {
+    if (!pkey_accepted()) return pkey_violation();
   }
   // A connected QP answers only its peer.
   if (connected_qp(qp_.qp_type) && req_.src_qpn != qp_.dest_qpn) {

@@ -666,5 +666,42 @@ TEST_F(ResponderTest, UdChecksQkeyAndPlacesGrhRoom) {
   EXPECT_FALSE(pop(&c));
 }
 
+// IBA 9.6.1.1: QP1 (a GSI agent's QP, source QPN 1) takes a P_Key that
+// matches any valid entry of its port's table, by the membership rule;
+// any other QP only its own.
+TEST_F(ResponderTest, GsiQpTakesAnyEntryOfThePortsTable) {
+  shm::PKeyTable table = shm::default_pkeys();
+  table[1] = 0x8001;
+  table[2] = 0x0003;  // limited
+  shm::store_pkeys(seg_->header(), table);
+  shm::SharedQp& qp = seg_->qp(kQpSlot);
+  qp.qp_type = IBV_QPT_UD;
+  qp.qkey = 0x1234;
+  qp.gsi = 1;  // its own key stays the default: index 0
+  for (uint64_t id = 1; id <= 4; ++id) post_recv(id, 0, 64);
+  shm::Cqe c;
+  Request r = base(ReqKind::kSend, 5);
+  r.src_qpn = 1;
+  r.qkey = 0x1234;
+  r.pkey = 0x8001;  // another entry of the table
+  EXPECT_EQ(send(r, "red").kind, Response::Kind::kAck);
+  EXPECT_TRUE(pop(&c));
+  r.pkey = 0x0001;  // a limited member of that entry's partition
+  EXPECT_EQ(send(r, "red, limited").kind, Response::Kind::kAck);
+  EXPECT_TRUE(pop(&c));
+  EXPECT_EQ(shm::pkey_violations(seg_->header()), 0);
+  r.pkey = 0x8002;  // in no entry
+  EXPECT_EQ(send(r, "blue").kind, Response::Kind::kDrop);
+  r.pkey = 0x0003;  // limited, as the only entry of its partition
+  EXPECT_EQ(send(r, "both limited").kind, Response::Kind::kDrop);
+  EXPECT_FALSE(pop(&c));
+  EXPECT_EQ(shm::pkey_violations(seg_->header()), 2);
+  // Any other QP: its own key only.
+  qp.gsi = 0;
+  r.pkey = 0x8001;
+  EXPECT_EQ(send(r, "red to a plain UD QP").kind, Response::Kind::kDrop);
+  EXPECT_EQ(shm::pkey_violations(seg_->header()), 3);
+}
+
 }  // namespace
 }  // namespace softverbs::transport

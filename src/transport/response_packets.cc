@@ -5,6 +5,7 @@
 #include <algorithm>
 #include <cstring>
 
+#include "shm/qp_pkeys.h"
 #include "transport/qp_types.h"
 #include "transport/responder.h"
 #include "util/tsan.h"
@@ -35,7 +36,7 @@ void answer_request(const shm::SharedQp& qp, const Request& req, const Response&
   uint8_t buf[wire::kMaxPacketBytes];
   wire::TransportHeaders h;
   h.bth.dest_qp = qp.dest_qpn;
-  h.bth.pkey = qp.pkey;
+  h.bth.pkey = shm::qp_pkey(qp);
   auto acknowledge = [&](const wire::Aeth& aeth, uint32_t psn) {
     h.aeth = aeth;
     h.bth.opcode = response_opcode(transport, F::kAck | F::kOnly);

@@ -57,7 +57,6 @@ struct Connection {
   uint32_t dest_qpn = 0;
   ibv_ah_attr ah{};
   uint8_t path_mtu = IBV_MTU_4096;
-  uint16_t pkey = 0xffff;  // SharedQp::pkey's copy, beside what a post reads (fills padding)
   uint32_t mtu = 4096;  // bytes a packet carries: path_mtu's (UD: the port's)
   uint8_t timeout = 0;
   uint8_t retry_cnt = 0;

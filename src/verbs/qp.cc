@@ -9,6 +9,7 @@
 #include "shm/limits.h"
 #include "shm/port_pkeys.h"
 #include "shm/process_registry.h"
+#include "shm/qp_pkeys.h"
 #include "shm/rings.h"
 #include "shm/slot_reset.h"
 #include "transport/completer.h"
@@ -216,6 +217,7 @@ Result<Qp*> Qp::create(Context* ctx, ibv_qp_init_attr_ex* a) {
   s.state.store(IBV_QPS_RESET);
   s.port_num = 1;
   s.ca = ctx->ca();
+  s.gsi = gsi_agent ? 1 : 0;
   s.pkey_index = 0;
   s.pkey = shm::kDefaultPKey;
   s.pkey_fast = shm::fast_pkey(s.pkey);
@@ -371,6 +373,21 @@ Result<transport::Link*> Qp::choose_fabric(const ibv_ah_attr& ah) {
   return fabric::link_for(ctx_->device(), ah, shared_->qp_type);
 }
 
+void Qp::take_pkey(uint16_t index) {
+  shm::Segment& seg = *side_.qp.seg;
+  // The table is read outside the control lock (another CA's takes the
+  // subnet's lock, which comes first); a change stored meanwhile moved the
+  // generation, and its refresh may have passed this QP by: read it again.
+  for (;;) {
+    const uint32_t generation = seg.header().pkeys.generation.load(std::memory_order_acquire);
+    const uint16_t pkey = pkey_at(*ctx_, index);
+    shm::ControlLock lock(seg);
+    if (seg.header().pkeys.generation.load(std::memory_order_relaxed) != generation) continue;
+    shm::set_qp_pkey(*shared_, index, pkey);
+    return;
+  }
+}
+
 // Each attribute has one home: what the responder reads (possibly in a peer
 // process) in the shared QP, what the requester and completer read in the
 // send side's Connection — path_mtu and dest_qpn in both, as both sides use
@@ -392,9 +409,11 @@ void Qp::apply(const ibv_qp_attr& a, int mask, ibv_qp_state next, transport::Lin
     s.rq.head_seen.store(rq_tail);
     std::memset(static_cast<void*>(&s.resp), 0, sizeof s.resp);
     s.access_flags.store(0, std::memory_order_relaxed);
-    s.qkey = s.pkey_index = s.dlid = s.dest_qpn = 0;
-    s.pkey = shm::kDefaultPKey;
-    s.pkey_fast = shm::fast_pkey(s.pkey);
+    s.qkey = s.dlid = s.dest_qpn = 0;
+    {
+      shm::ControlLock control(*side_.qp.seg);  // an SM's table change may be refreshing it
+      shm::set_qp_pkey(s, 0, shm::kDefaultPKey);
+    }
     s.path_mtu = IBV_MTU_4096;
     s.port_num = 1;
     s.max_dest_rd_atomic = 0;
@@ -402,14 +421,10 @@ void Qp::apply(const ibv_qp_attr& a, int mask, ibv_qp_state next, transport::Lin
     en_sqd_async_notify_ = false;
     last_wqe_reported_.store(false, std::memory_order_relaxed);  // the next Error reports it again
   }
-  if (mask & IBV_QP_PKEY_INDEX) s.pkey_index = a.pkey_index;
-  // The QP keeps the P_Key it found at its index (IBA 10.9.3: it is the
-  // QP's, not looked up per packet); an SM's later change reaches it at its
-  // next move to INIT or RTR or a new index, so the data path reads no table.
-  if ((mask & IBV_QP_PKEY_INDEX) || next == IBV_QPS_INIT || next == IBV_QPS_RTR) {
-    conn.pkey = s.pkey = pkey_at(*ctx_, s.pkey_index);
-    s.pkey_fast = shm::fast_pkey(s.pkey);
-  }
+  // The QP holds its index (IBA 10.9.3): it takes the entry there now, and
+  // an SM's later Set(P_KeyTable) gives it the new one (shm/qp_pkeys.h).
+  if ((mask & IBV_QP_PKEY_INDEX) || next == IBV_QPS_INIT || next == IBV_QPS_RTR)
+    take_pkey((mask & IBV_QP_PKEY_INDEX) ? a.pkey_index : s.pkey_index);
   if (mask & IBV_QP_PORT) s.port_num = a.port_num;
   if (mask & IBV_QP_ACCESS_FLAGS) s.access_flags.store(a.qp_access_flags, std::memory_order_relaxed);
   if (mask & IBV_QP_QKEY) s.qkey = a.qkey;

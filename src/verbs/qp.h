@@ -79,6 +79,8 @@ class Qp {
   Status validate_attrs(const ibv_qp_attr& a, int mask, ibv_qp_state cur, ibv_qp_state next);
   Result<transport::Link*> choose_fabric(const ibv_ah_attr& ah);
   void apply(const ibv_qp_attr& a, int mask, ibv_qp_state next, transport::Link* rtr_link);
+  // The QP holds P_Key index `index` and takes the key there (shm/qp_pkeys.h).
+  void take_pkey(uint16_t index);
   // ibv_post_send(3)'s checks of one WR; *length: its payload bytes.
   int check_wr(const ibv_send_wr& wr, uint64_t* length) const;
   int check_local_wr(const ibv_send_wr& wr, uint64_t* length) const;

@@ -42,6 +42,8 @@
 # disabling a switch port makes the switch send trap 128 (IBA 14.2.5.1) to
 # opensm, which logs it from the switch's LID and re-sweeps because of it;
 # iblinkinfo then shows the link down; enabling it again brings it back.
+# Then a GMP the device's QP1 drops for its P_Key (softverbs_bad_pkey_gmp)
+# reaches opensm as trap 257 (Bad P_Key).
 # multi-ca: the topology's other CAs as devices softverbs1..3, and
 # ibv_rc_pingpong between two of them following the routes opensm
 # programmed (failing before it, and across a disabled switch port),
@@ -870,6 +872,17 @@ case $scenario in
       sleep 0.2
     done
     grep -q 'Active/ *LinkUp' "$work/leafb1" || { cat "$work/links" >&2; fail "iblinkinfo: leaf-b port 1 did not come back Active"; }
+    # Trap 257 (Bad P_Key): a GMP from the device's port to its own PMA with
+    # the key at index 5 (opensm filled index 0 only: the invalid key) is
+    # dropped by QP1, and opensm hears of it; index 0 is answered.
+    gmp=$lib/../bin/softverbs_bad_pkey_gmp
+    grep -q -- "num:257" "$work/opensm.log" && fail "a trap 257 before any bad P_Key"
+    "$gmp" 0 || fail "a GMP with the default P_Key was not answered"
+    rc=0; "$gmp" 5 || rc=$?
+    [ "$rc" = 3 ] || fail "a GMP with the invalid P_Key: exit $rc, not dropped"
+    sm_log_wait 1 "Received Generic Notice type:2 num:257 "
+    grep -m1 -- "num:257" "$work/opensm.log"
+    grep -m1 -- "Bad P_Key:0x0 " "$work/opensm.log" || true
     ;;
   multi-ca)
     # The topology's other CAs are devices (src/mad/ca_devices.h: softverbs1

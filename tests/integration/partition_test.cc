@@ -5,7 +5,8 @@
 // the data path enforces it: two RC QPs of one partition talk, QPs of
 // different partitions, or two limited members of one, do not (the
 // requester ends in IBV_WC_RETRY_EXC_ERR), and the port counts each dropped
-// request in PortInfo:P_KeyViolations (ibv_port_attr.bad_pkey_cntr).
+// request in PortInfo:P_KeyViolations (ibv_port_attr.bad_pkey_cntr). A later
+// Set(P_KeyTable) (softverbs_set_pkey) reaches a pair already connected.
 // Runs as the integration.partition entry (SOFTVERBS_SM=none); elsewhere, or
 // without opensm and infiniband-diags, it skips.
 #include <arpa/inet.h>
@@ -44,83 +45,106 @@ bool modify(ibv_qp* qp, ibv_qp_attr& a, int mask) {
   return rc == 0;
 }
 
-// Two RC QPs, `from` on P_Key index `from_index` sending one SEND to `to` on
+// Two RC QPs, the first on P_Key index `from_index` sending to the second on
 // `to_index`, both at `lid`, with short timers (4.096 us * 2^8 = 1 ms, one
-// retry). The send's completion status.
-ibv_wc_status send_between(ibv_context* ctx, uint16_t lid, uint16_t from_index, uint16_t to_index) {
-  ibv_pd* pd = ibv_alloc_pd(ctx);
-  ibv_cq* cq = ibv_create_cq(ctx, 8, nullptr, nullptr, 0);
-  ibv_qp_init_attr init{};
-  init.send_cq = init.recv_cq = cq;
-  init.qp_type = IBV_QPT_RC;
-  init.cap = {4, 4, 1, 1, 0};
-  ibv_qp* qp[2] = {ibv_create_qp(pd, &init), ibv_create_qp(pd, &init)};
-  static char buf[64];
-  ibv_mr* mr = ibv_reg_mr(pd, buf, sizeof buf, IBV_ACCESS_LOCAL_WRITE);
-  ibv_wc_status result = IBV_WC_GENERAL_ERR;
-  bool ready = qp[0] != nullptr && qp[1] != nullptr && mr != nullptr;
-  if (!ready) ADD_FAILURE() << "QPs or MR: " << errno_name(errno);
-  const uint16_t index[2] = {from_index, to_index};
-  for (int i = 0; ready && i < 2; ++i) {
-    ibv_qp_attr a{};
-    a.qp_state = IBV_QPS_INIT;
-    a.pkey_index = index[i];
-    a.port_num = 1;
-    ready = modify(qp[i], a, IBV_QP_STATE | IBV_QP_PKEY_INDEX | IBV_QP_PORT | IBV_QP_ACCESS_FLAGS);
-    a = {};
-    a.qp_state = IBV_QPS_RTR;
-    a.path_mtu = IBV_MTU_1024;
-    a.dest_qp_num = qp[1 - i]->qp_num;
-    a.max_dest_rd_atomic = 1;
-    a.min_rnr_timer = 1;
-    a.ah_attr.dlid = lid;
-    a.ah_attr.port_num = 1;
-    ready = ready && modify(qp[i], a,
-                            IBV_QP_STATE | IBV_QP_AV | IBV_QP_PATH_MTU | IBV_QP_DEST_QPN | IBV_QP_RQ_PSN |
-                                IBV_QP_MAX_DEST_RD_ATOMIC | IBV_QP_MIN_RNR_TIMER);
-    a = {};
-    a.qp_state = IBV_QPS_RTS;
-    a.timeout = 8;
-    a.retry_cnt = 1;
-    a.rnr_retry = 1;
-    a.max_rd_atomic = 1;
-    ready = ready && modify(qp[i], a,
-                            IBV_QP_STATE | IBV_QP_TIMEOUT | IBV_QP_RETRY_CNT | IBV_QP_RNR_RETRY | IBV_QP_SQ_PSN |
-                                IBV_QP_MAX_QP_RD_ATOMIC);
+// retry); connected once, for as many sends as succeed.
+class RcPair {
+ public:
+  RcPair(ibv_context* ctx, uint16_t lid, uint16_t from_index, uint16_t to_index) {
+    pd_ = ibv_alloc_pd(ctx);
+    cq_ = ibv_create_cq(ctx, 8, nullptr, nullptr, 0);
+    ibv_qp_init_attr init{};
+    init.send_cq = init.recv_cq = cq_;
+    init.qp_type = IBV_QPT_RC;
+    init.cap = {4, 4, 1, 1, 0};
+    qp_[0] = ibv_create_qp(pd_, &init);
+    qp_[1] = ibv_create_qp(pd_, &init);
+    mr_ = ibv_reg_mr(pd_, buf_, sizeof buf_, IBV_ACCESS_LOCAL_WRITE);
+    ready_ = qp_[0] != nullptr && qp_[1] != nullptr && mr_ != nullptr;
+    if (!ready_) ADD_FAILURE() << "QPs or MR: " << errno_name(errno);
+    const uint16_t index[2] = {from_index, to_index};
+    for (int i = 0; ready_ && i < 2; ++i) {
+      ibv_qp_attr a{};
+      a.qp_state = IBV_QPS_INIT;
+      a.pkey_index = index[i];
+      a.port_num = 1;
+      ready_ = modify(qp_[i], a, IBV_QP_STATE | IBV_QP_PKEY_INDEX | IBV_QP_PORT | IBV_QP_ACCESS_FLAGS);
+      a = {};
+      a.qp_state = IBV_QPS_RTR;
+      a.path_mtu = IBV_MTU_1024;
+      a.dest_qp_num = qp_[1 - i]->qp_num;
+      a.max_dest_rd_atomic = 1;
+      a.min_rnr_timer = 1;
+      a.ah_attr.dlid = lid;
+      a.ah_attr.port_num = 1;
+      ready_ = ready_ && modify(qp_[i], a,
+                                IBV_QP_STATE | IBV_QP_AV | IBV_QP_PATH_MTU | IBV_QP_DEST_QPN | IBV_QP_RQ_PSN |
+                                    IBV_QP_MAX_DEST_RD_ATOMIC | IBV_QP_MIN_RNR_TIMER);
+      a = {};
+      a.qp_state = IBV_QPS_RTS;
+      a.timeout = 8;
+      a.retry_cnt = 1;
+      a.rnr_retry = 1;
+      a.max_rd_atomic = 1;
+      ready_ = ready_ && modify(qp_[i], a,
+                                IBV_QP_STATE | IBV_QP_TIMEOUT | IBV_QP_RETRY_CNT | IBV_QP_RNR_RETRY | IBV_QP_SQ_PSN |
+                                    IBV_QP_MAX_QP_RD_ATOMIC);
+    }
   }
-  if (ready) {
-    ibv_sge sge{reinterpret_cast<uintptr_t>(buf), 16, mr->lkey};
+  ~RcPair() {
+    if (mr_ != nullptr) ibv_dereg_mr(mr_);
+    for (ibv_qp* q : qp_)
+      if (q != nullptr) ibv_destroy_qp(q);
+    if (cq_ != nullptr) ibv_destroy_cq(cq_);
+    if (pd_ != nullptr) ibv_dealloc_pd(pd_);
+  }
+  RcPair(const RcPair&) = delete;
+  RcPair& operator=(const RcPair&) = delete;
+
+  // One SEND from the first QP to the second; its completion's status.
+  ibv_wc_status send() {
+    if (!ready_) return IBV_WC_GENERAL_ERR;
+    ibv_sge sge{reinterpret_cast<uintptr_t>(buf_), 16, mr_->lkey};
     ibv_recv_wr rwr{};
     rwr.sg_list = &sge;
     rwr.num_sge = 1;
     ibv_recv_wr* bad_r = nullptr;
-    EXPECT_EQ(0, ibv_post_recv(qp[1], &rwr, &bad_r));
+    EXPECT_EQ(0, ibv_post_recv(qp_[1], &rwr, &bad_r));
     ibv_send_wr wr{};
-    wr.wr_id = 7;
+    wr.wr_id = ++sends_;
     wr.sg_list = &sge;
     wr.num_sge = 1;
     wr.opcode = IBV_WR_SEND;
     wr.send_flags = IBV_SEND_SIGNALED;
     ibv_send_wr* bad = nullptr;
-    EXPECT_EQ(0, ibv_post_send(qp[0], &wr, &bad));
+    EXPECT_EQ(0, ibv_post_send(qp_[0], &wr, &bad));
     Deadline d = Deadline::op();
-    for (bool done = false; !done;) {
+    while (true) {
       ibv_wc wc[2];
-      const int n = ibv_poll_cq(cq, 2, wc);
+      const int n = ibv_poll_cq(cq_, 2, wc);
       for (int i = 0; i < n; ++i)
-        if (wc[i].wr_id == 7) result = wc[i].status, done = true;
-      if (!done && d.expired()) {
+        if (wc[i].wr_id == sends_) return wc[i].status;
+      if (d.expired()) {
         ADD_FAILURE() << "no completion for the send";
-        break;
+        return IBV_WC_GENERAL_ERR;
       }
     }
   }
-  if (mr != nullptr) ibv_dereg_mr(mr);
-  for (ibv_qp* q : qp)
-    if (q != nullptr) ibv_destroy_qp(q);
-  ibv_destroy_cq(cq);
-  ibv_dealloc_pd(pd);
-  return result;
+
+ private:
+  ibv_pd* pd_ = nullptr;
+  ibv_cq* cq_ = nullptr;
+  ibv_qp* qp_[2] = {nullptr, nullptr};
+  ibv_mr* mr_ = nullptr;
+  char buf_[64] = {};
+  bool ready_ = false;
+  uint64_t sends_ = 0;
+};
+
+// A fresh pair's one SEND.
+ibv_wc_status send_between(ibv_context* ctx, uint16_t lid, uint16_t from_index, uint16_t to_index) {
+  RcPair pair(ctx, lid, from_index, to_index);
+  return pair.send();
 }
 
 uint16_t pkey_at(ibv_context* ctx, int index) {
@@ -228,6 +252,26 @@ TEST(Partition, OpensmProgramsTheTableAndTheDataPathEnforcesIt) {
     EXPECT_EQ(bad_pkey_counter(ctx.get()),
               std::strtoul(out.c_str() + out.find_first_of("0123456789", at), nullptr, 10))
         << out;
+
+    // The QP holds its index (IBA 10.9.3): a table change reaches a pair
+    // already connected. On Red they talk; once an SM makes Red's entry a
+    // limited member's (0x0001), both ends hold that key and the next send is
+    // dropped; with Red back, a new pair on it talks again.
+    const std::string lib = SOFTVERBS_ITEST_EXPECTED_LIBIBVERBS;
+    const std::string set_pkey = lib.substr(0, lib.rfind('/')) + "/../bin/softverbs_set_pkey ";
+    {
+      RcPair pair(ctx.get(), lid, static_cast<uint16_t>(red), static_cast<uint16_t>(red));
+      EXPECT_EQ(IBV_WC_SUCCESS, pair.send());
+      out.clear();
+      ASSERT_EQ(0, tool(set_pkey + std::to_string(red) + " 0001", &out)) << out;
+      EXPECT_EQ(0x0001, pkey_at(ctx.get(), red));
+      const uint32_t before_change = bad_pkey_counter(ctx.get());
+      EXPECT_EQ(IBV_WC_RETRY_EXC_ERR, pair.send()) << "the pair kept Red's old key";
+      EXPECT_GE(bad_pkey_counter(ctx.get()), before_change + 2);
+    }
+    out.clear();
+    ASSERT_EQ(0, tool(set_pkey + std::to_string(red) + " 8001", &out)) << out;
+    EXPECT_EQ(IBV_WC_SUCCESS, send_between(ctx.get(), lid, static_cast<uint16_t>(red), static_cast<uint16_t>(red)));
   });
 }
 

@@ -13,7 +13,9 @@
 #include <vector>
 
 #include "fabric/fake/fake_link.h"
+#include "shm/port_pkeys.h"
 #include "shm/port_qos.h"
+#include "shm/qp_pkeys.h"
 #include "shm/rings.h"
 #include "transport/completer.h"
 #include "transport/requester.h"
@@ -619,6 +621,35 @@ TEST_F(ProtocolTest, SlMappedToVl15IsDiscardedUntilTheTableChanges) {
   t.sl_to_vl[15] = 7;
   shm::store_qos(seg_->header(), t);
   EXPECT_EQ(transport::path_vl(side_), 7);
+}
+
+// IBA 9.6.1.1: the requester checks a response's P_Key as a responder
+// checks a request's. An SM moves A to another partition while B's ACK is
+// on the wire: the ACK, carrying the old key, is dropped and counted, and
+// the requests A then resends carry the new key, which B drops in turn.
+TEST_F(ProtocolTest, ResponseWithAnotherPartitionsPKeyIsDropped) {
+  side_.conn.retry_cnt = 1;
+  side_.completer.retries_left = 1;
+  link_->set_script([](const PacketInfo& p) {
+    return p.direction == Direction::kResponse ? Fate::kDelay : Fate::kDeliver;
+  });
+  post(IBV_WR_RDMA_WRITE, 0, 64, 0);
+  link_->pump();
+  ASSERT_EQ(link_->sent(Direction::kResponse).size(), 1u);
+  {
+    shm::ControlLock lock(*seg_);
+    shm::set_qp_pkey(seg_->qp(kA), 1, 0x8001);
+  }
+  link_->set_script(nullptr);
+  link_->release_delayed();
+  link_->pump();
+  EXPECT_EQ(shm::pkey_violations(seg_->header()), 1u) << "the ACK with the old key";
+  EXPECT_TRUE(completions().empty());
+  link_->run();
+  const std::vector<shm::Cqe> c = completions();
+  ASSERT_EQ(c.size(), 1u);
+  EXPECT_EQ(c[0].status, IBV_WC_RETRY_EXC_ERR);
+  EXPECT_EQ(shm::pkey_violations(seg_->header()), 2u) << "the resend, dropped by B";
 }
 
 // A delayed ACK that finally arrives after the resend is a stale answer.

@@ -248,6 +248,48 @@ TEST_F(UmadAgents, AnotherProcessServesAndItsDeathTimesOut) {
   EXPECT_GE(register_sa(server_), 0);
 }
 
+// IBA 9.6.1.1 / 14.2.5.1: QP1 drops a GMP whose P_Key matches no valid
+// entry of the port's table (index 5 of the boot table: the invalid key 0).
+// Its agent never sees it, the sender times out, and the SM hears trap 257
+// (Bad P_Key) naming the key, the LIDs and QP1 at both ends.
+TEST_F(UmadAgents, AGmpWithABadPKeyIsDroppedAndTheSmHearsTrap257) {
+  long mask[16 / sizeof(long)] = {};
+  mask[0] = 1L << 0x05;  // Trap
+  const int sm = umad_register(server_, 0x01, 1, 0, mask);
+  ASSERT_GE(sm, 0);
+  const int sa = register_sa(server_);
+  ASSERT_GE(sa, 0);
+  const int me = umad_register(client_, kSa, 2, 1, nullptr);
+  ASSERT_GE(me, 0);
+  Buffer req = sa_request(0x99);
+  umad_set_pkey(req.umad(), 5);
+  ASSERT_EQ(umad_send(client_, me, req.umad(), kMad, 200, 0), 0);
+  Buffer got;
+  int len = kMad;
+  ASSERT_EQ(umad_recv(server_, got.umad(), &len, 2000), sm) << "the SA got it, or the SM no trap";
+  const uint8_t* m = got.mad();
+  EXPECT_EQ(m[1], 0x01);
+  EXPECT_EQ(m[3], 0x05);                  // SubnTrap
+  EXPECT_EQ(be_at(m + 16, 2), 0x0002u);   // Notice
+  EXPECT_EQ(m[64], 0x82);                 // generic, Security
+  EXPECT_EQ(be_at(m + 65, 3), 1u);        // producer: CA
+  EXPECT_EQ(be_at(m + 68, 2), 257u);
+  EXPECT_EQ(be_at(m + 76, 2), 1u);        // LID1: the sender, the port itself
+  EXPECT_EQ(be_at(m + 78, 2), 1u);        // LID2
+  EXPECT_EQ(be_at(m + 80, 4), 0u);        // the key it carried: invalid
+  EXPECT_EQ(be_at(m + 84, 4) & 0xffffff, 1u);  // QP1
+  EXPECT_EQ(be_at(m + 88, 4) & 0xffffff, 1u);  // QP2
+  len = kMad;
+  ASSERT_EQ(umad_recv(client_, got.umad(), &len, 2000), me);
+  EXPECT_EQ(umad_status(got.umad()), ETIMEDOUT);
+  EXPECT_EQ(umad_poll(server_, 0), -ETIMEDOUT) << "the SA saw it";
+  // The default P_Key, at index 0, passes.
+  umad_set_pkey(req.umad(), 0);
+  ASSERT_EQ(umad_send(client_, me, req.umad(), kMad, 200, 0), 0);
+  len = kMad;
+  EXPECT_EQ(umad_recv(server_, got.umad(), &len, 2000), sa);
+}
+
 // A SubnTrap(Notice) SMP (IBA 14.2.5.1) for this port reaches the agent
 // that registered class 0x01 for the Trap method, as opensm registers it;
 // the SM's TrapRepress gets no answer; with no SM registered the trap goes

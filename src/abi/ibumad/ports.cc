@@ -22,6 +22,7 @@
 #include <unistd.h>
 
 #include <algorithm>
+#include <atomic>
 #include <cerrno>
 #include <chrono>
 #include <cstring>
@@ -40,6 +41,7 @@
 #include "mad/rmpp.h"
 #include "mad/sa_mcmember.h"
 #include "mad/user_agent.h"
+#include "shm/port_pkeys.h"
 #include "verbs/device_attrs.h"
 
 namespace softverbs::umad {
@@ -125,6 +127,43 @@ void send_trap(const mad::Trap& trap) {
   mad::AgentRegistration reg;
   if (!find_agent(mad_bytes, &to, &reg)) return;
   (void)post_request(to, record, mad::prepare_send(mad_bytes, mad::kMadBytes, 0));
+}
+
+// IBA 9.6.1.1: this port's QP1 takes a GMP whose P_Key matches a valid
+// entry of its table. The sender is this port too, so the key is the entry
+// at the umad's pkey_index of the same table: one past the table, invalid,
+// or the lone limited member of its partition fails. The GMP is dropped,
+// counted in PortInfo:P_KeyViolations and reported to the SM in trap 257
+// (IBA 14.2.5.1: Bad P_Key); the sender times out.
+bool gsi_refuses_pkey(const shm::Segment& seg, const ib_mad_addr_t& addr) {
+  shm::SegmentHeader& h = seg.header();
+  const uint16_t pkey = shm::pkey_at(h, addr.pkey_index);
+  if (shm::pkey_index_matching(h, pkey) >= 0) return false;
+  shm::count_pkey_violation(h);
+  ibv_port_attr a;
+  verbs::fill_port_attr(seg, &a);
+  if (a.sm_lid != 0) {
+    static std::atomic<uint32_t> tid{0};
+    const mad::BadPKey bad{.lid1 = a.lid, .lid2 = a.lid, .pkey = pkey, .sl = addr.sl, .qp1 = 1, .qp2 = 1};
+    send_trap(mad::bad_pkey_trap(a.lid, a.sm_lid, a.sm_sl, bad, tid.fetch_add(1, std::memory_order_relaxed) + 1));
+  }
+  return true;
+}
+
+// No answer will come. A send that waits for one learns so after its
+// timeouts, with the MAD it sent (as the kernel returns it).
+int answer_never_comes(const std::shared_ptr<OpenPort>& port, int agentid, const ib_user_mad* in_umad,
+                       const uint8_t* in, int timeout_ms, int retries) {
+  if (timeout_ms <= 0) return 0;
+  std::vector<uint8_t> record(kUmadHeader + mad::kMadBytes);
+  std::memcpy(record.data(), in_umad, kUmadHeader);
+  std::memcpy(record.data() + kUmadHeader, in, mad::kMadBytes);
+  auto* out_umad = reinterpret_cast<ib_user_mad*>(record.data());
+  out_umad->agent_id = static_cast<uint32_t>(agentid);
+  out_umad->status = ETIMEDOUT;
+  out_umad->length = static_cast<uint32_t>(record.size());
+  add_pending({due(timeout_ms, retries), port, std::move(record)});
+  return 0;
 }
 
 }  // namespace
@@ -332,6 +371,11 @@ SV_UMAD_EXPORT int umad_send(int portid, int agentid, void* umad, int length, in
     // answers nothing (mad/notice.h: it repeats no trap).
     return 0;
   }
+  // SMPs go to QP0, which checks no P_Key; requests to this port's GMP agents
+  // (its own or a process's) pass QP1's check first.
+  if (!smp && !mad::is_response(in) && seg != nullptr && reaches_this_port(in_umad->addr, in) &&
+      gsi_refuses_pkey(*seg, in_umad->addr))
+    return answer_never_comes(port, agentid, in_umad, in, timeout_ms, retries);
   if (mad::is_response(in)) {
     // Back to the agent that asked, by the tag in its TID; dropped if that
     // process is gone (its request times out there).
@@ -401,18 +445,7 @@ SV_UMAD_EXPORT int umad_send(int portid, int agentid, void* umad, int length, in
       return 0;
     }
   }
-  // No answer will come. A send that waits for one learns so after its
-  // timeouts, with the MAD it sent (as the kernel returns it).
-  if (timeout_ms <= 0) return 0;
-  std::vector<uint8_t> record(kUmadHeader + mad::kMadBytes);
-  std::memcpy(record.data(), in_umad, kUmadHeader);
-  std::memcpy(record.data() + kUmadHeader, in, mad::kMadBytes);
-  auto* out_umad = reinterpret_cast<ib_user_mad*>(record.data());
-  out_umad->agent_id = static_cast<uint32_t>(agentid);
-  out_umad->status = ETIMEDOUT;
-  out_umad->length = static_cast<uint32_t>(record.size());
-  add_pending({due(timeout_ms, retries), port, std::move(record)});
-  return 0;
+  return answer_never_comes(port, agentid, in_umad, in, timeout_ms, retries);
 }
 
 SV_UMAD_EXPORT int umad_poll(int portid, int timeout_ms) {

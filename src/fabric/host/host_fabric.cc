@@ -9,6 +9,7 @@
 #include "fabric/gsi_route.h"
 #include "shm/mcast_groups.h"
 #include "shm/process_registry.h"
+#include "shm/qp_pkeys.h"
 #include "shm/rings.h"
 #include "transport/completer.h"
 #include "transport/iov.h"
@@ -350,7 +351,7 @@ ibv_wc_status HostFabric::transmit(transport::SendSide& s, transport::SendWqe& w
   req.dest_qpn = dest_qpn;
   req.src_qpn = ud && s.qp.wire_src_qpn != 0 ? s.qp.wire_src_qpn : s.qp.qpn;
   req.slid = seg.header().lid;
-  req.pkey = s.conn.pkey;
+  req.pkey = shm::qp_pkey(*s.qp.shared);
   if (target.subnet) [[unlikely]]
     req.slid = target.source.lid;
   req.imm = w.imm_data;
@@ -504,7 +505,7 @@ uint32_t HostFabric::place_at_post(transport::SendSide& s, const ibv_send_wr& wr
   req.dest_qpn = s.conn.dest_qpn;
   req.src_qpn = s.qp.qpn;
   req.slid = seg.header().lid;
-  req.pkey = s.conn.pkey;
+  req.pkey = shm::qp_pkey(*s.qp.shared);
   req.dma_length = static_cast<uint32_t>(length);
   req.payload = {iov, count, length};
   if (send) {

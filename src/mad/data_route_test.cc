@@ -192,9 +192,9 @@ TEST_F(DataRouteTest, CountsOnEveryPortItCrossesAndNoOther) {
   // ca-2 to ca-3: ca-2 1 -> sw-a 2, sw-a 7 -> sw-b 7, sw-b 1 -> ca-3 1.
   shm::SubnetLock lock(*state_);
   DataPath path;
-  ASSERT_TRUE(route_data(s_, kCa2, 5, nullptr, kCa3, &path));
+  ASSERT_TRUE(route_data(s_, kCa2, 5, nullptr, kCa3, 0, &path));
   ASSERT_EQ(3u, path.links);
-  count_data_path(s_, path, 3, 5000);  // three packets, 5000 octets of payload
+  count_data_path(s_, path, 0, 3, 5000);  // three packets, 5000 octets of payload
   const uint64_t words = (5000 + 3 * 24) / 4;
   const auto expect = [&](unsigned n, unsigned port, uint64_t xp, uint64_t xw, uint64_t rp, uint64_t rw) {
     const shm::SubnetTraffic& t = node(n).ports[port].traffic;
@@ -216,8 +216,8 @@ TEST_F(DataRouteTest, CountsOnEveryPortItCrossesAndNoOther) {
   expect(kSwA, 1, 0, 0, 0, 0);
   expect(kDev, 1, 0, 0, 0, 0);
   // The answer goes back by sw-b 8: it adds there, not on port 7.
-  ASSERT_TRUE(route_data(s_, kCa3, 4, nullptr, kCa2, &path));
-  count_data_path(s_, path, 1, 0);
+  ASSERT_TRUE(route_data(s_, kCa3, 4, nullptr, kCa2, 0, &path));
+  count_data_path(s_, path, 0, 1, 0);
   expect(kSwB, 8, 1, 6, 0, 0);
   expect(kSwA, 8, 0, 0, 1, 6);
   expect(kSwA, 7, 3, words, 0, 0);
@@ -227,11 +227,84 @@ TEST_F(DataRouteTest, CountsOnEveryPortItCrossesAndNoOther) {
 TEST_F(DataRouteTest, LoopbackInTheCaCrossesNoPort) {
   shm::SubnetLock lock(*state_);
   DataPath path;
-  ASSERT_TRUE(route_data(s_, kCa2, 4, nullptr, kCa2, &path));
+  ASSERT_TRUE(route_data(s_, kCa2, 4, nullptr, kCa2, 0, &path));
   EXPECT_EQ(0u, path.links);
-  count_data_path(s_, path, 1, 64);
+  count_data_path(s_, path, 0, 1, 64);
   EXPECT_EQ(0u, node(kCa2).ports[1].traffic.xmit_packets);
   EXPECT_EQ(0u, node(kSwA).ports[2].traffic.rcv_packets);
+}
+
+// Each link carries SL 5 on the VL its sender maps it to: ca-2's port
+// table, then sw-a's table for input port 2 to output 7, then sw-b's for 7
+// to 1. The receiving port counts it per VL, every port per SL.
+TEST_F(DataRouteTest, CountsPerSlAndPerVlAsEachHopMapsIt) {
+  shm::SubnetLock lock(*state_);
+  node(kCa2).ports[1].qos.sl_to_vl[5] = 1;
+  const auto map = [&](unsigned sw, unsigned in, unsigned out, uint8_t vl) {
+    uint8_t vls[16];
+    shm::unpack_sl2vl(node(sw).sw.sl2vl[in][out], vls);
+    vls[5] = vl;
+    shm::pack_sl2vl(vls, node(sw).sw.sl2vl[in][out]);
+  };
+  map(kSwA, 2, 7, 2);
+  map(kSwA, 1, 7, 6);  // another input port's table: not this route's
+  map(kSwB, 7, 1, 3);
+  DataPath path;
+  ASSERT_TRUE(route_data(s_, kCa2, 5, nullptr, kCa3, 5, &path));
+  ASSERT_EQ(3u, path.links);
+  EXPECT_EQ(1, path.vl[0]);
+  EXPECT_EQ(2, path.vl[1]);
+  EXPECT_EQ(3, path.vl[2]);
+  count_data_path(s_, path, 5, 2, 1000);
+  const uint64_t words = (1000 + 2 * 24) / 4;
+  const auto rcv = [&](unsigned n, unsigned port, unsigned vl) {
+    const shm::SubnetTraffic& t = node(n).ports[port].traffic;
+    EXPECT_EQ(words, t.rcv_words_sl[5]) << "node " << n << " port " << port;
+    EXPECT_EQ(2u, t.rcv_packets_vl[vl]) << "node " << n << " port " << port;
+    EXPECT_EQ(words, t.rcv_words_vl[vl]) << "node " << n << " port " << port;
+    uint64_t all = 0;
+    for (uint64_t p : t.rcv_packets_vl) all += p;
+    EXPECT_EQ(2u, all) << "node " << n << " port " << port;
+  };
+  rcv(kSwA, 2, 1);
+  rcv(kSwB, 7, 2);
+  rcv(kCa3, 1, 3);
+  EXPECT_EQ(words, node(kCa2).ports[1].traffic.xmit_words_sl[5]);
+  EXPECT_EQ(words, node(kSwA).ports[7].traffic.xmit_words_sl[5]);
+  EXPECT_EQ(words, node(kSwB).ports[1].traffic.xmit_words_sl[5]);
+  EXPECT_EQ(0u, node(kSwB).ports[1].traffic.xmit_words_sl[0]);
+  EXPECT_EQ(0u, node(kSwB).ports[1].traffic.xmit_discards);
+}
+
+// IBA 7.6.6: the switch port whose table maps the SL to VL15 drops it and
+// counts PortXmitDiscards; what it crossed before counts it, nothing after.
+TEST_F(DataRouteTest, SwitchHopOnVl15DiscardsAndCounts) {
+  shm::SubnetLock lock(*state_);
+  uint8_t vls[16];
+  shm::unpack_sl2vl(node(kSwB).sw.sl2vl[7][1], vls);
+  vls[4] = shm::kVl15;
+  shm::pack_sl2vl(vls, node(kSwB).sw.sl2vl[7][1]);
+  DataPath path;
+  EXPECT_FALSE(route_data(s_, kCa2, 5, nullptr, kCa3, 4, &path));
+  ASSERT_TRUE(path.discarded);
+  EXPECT_EQ(kSwB, path.discard_node);
+  EXPECT_EQ(1, path.discard_port);
+  EXPECT_EQ(2u, path.links);
+  count_data_path(s_, path, 4, 3, 300);
+  EXPECT_EQ(3u, node(kSwB).ports[1].traffic.xmit_discards);
+  EXPECT_EQ(0u, node(kSwB).ports[1].traffic.xmit_packets);
+  EXPECT_EQ(3u, node(kSwB).ports[7].traffic.rcv_packets);
+  EXPECT_EQ(0u, node(kCa3).ports[1].traffic.rcv_packets);
+  // Other SLs, and the same SL by another route (ca-3's answer), pass.
+  EXPECT_TRUE(route_data(s_, kCa2, 5, nullptr, kCa3, 3, &path));
+  EXPECT_FALSE(path.discarded);
+  EXPECT_TRUE(route_data(s_, kCa3, 4, nullptr, kCa2, 4, &path));
+  // The sending CA's own table mapping it to VL15: its port drops it.
+  node(kCa2).ports[1].qos.sl_to_vl[4] = shm::kVl15;
+  EXPECT_FALSE(route_data(s_, kCa2, 5, nullptr, kCa3, 4, &path));
+  EXPECT_TRUE(path.discarded);
+  EXPECT_EQ(kCa2, path.discard_node);
+  EXPECT_EQ(0u, path.links);
 }
 
 }  // namespace

@@ -66,16 +66,16 @@ bool subnet_carries(const softverbs::shm::Segment& seg, uint8_t from, const ibv_
                     softverbs::fabric::SubnetSource* source) {
   uint64_t guid = 0;
   const bool carried = softverbs::mad::ca_device_carries(seg, from, ah.dlid, ah.is_global ? ah.grh.dgid.raw + 8 : nullptr,
-                                                          to, &source->lid, &guid);
+                                                          to, ah.sl, &source->lid, &guid);
   const uint64_t be = htobe64(guid);
   std::memcpy(source->port_guid, &be, sizeof be);
   return carried;
 }
 
 // The host link's count of what the subnet carried (fabric::SubnetCount).
-void subnet_counts(const softverbs::shm::Segment& seg, uint8_t from, uint16_t dlid, uint8_t to, uint32_t packets,
-                   uint64_t bytes) {
-  softverbs::mad::ca_device_count_traffic(seg, from, dlid, to, packets, bytes);
+void subnet_counts(const softverbs::shm::Segment& seg, uint8_t from, uint16_t dlid, uint8_t to, uint8_t sl,
+                   uint32_t packets, uint64_t bytes) {
+  softverbs::mad::ca_device_count_traffic(seg, from, dlid, to, sl, packets, bytes);
 }
 
 // How many devices the process lists: 1, or with a topology 1 + its other CAs.

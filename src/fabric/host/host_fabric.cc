@@ -96,6 +96,7 @@ struct Target {
 // With a topology (issue 19): between two QPs of the device's own CA as
 // without one; with another CA's at either end the subnet decides, on the
 // management plane's slow path, so such a request is never placed at post.
+constexpr const char* kNotCarried = "the subnet does not carry it there";
 [[gnu::noinline]] const char* route_in_subnet(const shm::Segment& seg, const transport::SendSide& s,
                                               const ibv_ah_attr& ah, bool at_post, Target* out) {
   const uint8_t to_ca = seg.qp(out->slot).ca;
@@ -103,7 +104,7 @@ struct Target {
   if (at_post) return "left to transmit: the subnet decides";
   const SubnetRoute carries = subnet_route();
   if (carries == nullptr || ah.port_num != 1) return "destination not on this host";
-  if (!carries(seg, s.qp.ca, ah, to_ca, &out->source)) return "the subnet does not carry it there";
+  if (!carries(seg, s.qp.ca, ah, to_ca, &out->source)) return kNotCarried;
   out->subnet = true;
   return nullptr;
 }
@@ -113,15 +114,17 @@ struct Target {
 [[gnu::noinline, gnu::cold]] void count_in_subnet(const transport::SendSide& s, const ibv_ah_attr& ah,
                                                   const Target& t, uint32_t packets, uint64_t bytes) {
   if (const SubnetCount count = subnet_count())
-    count(*s.qp.seg, s.qp.ca, ah.dlid, s.qp.seg->qp(t.slot).ca, packets, bytes);
+    count(*s.qp.seg, s.qp.ca, ah.dlid, s.qp.seg->qp(t.slot).ca, ah.sl, packets, bytes);
 }
 // The answer to it goes back to the requester's LID by the routes from the
-// responder's port (which may take other links). A READ's carries its data.
+// responder's port (which may take other links), on the responder's SL. A
+// READ's carries its data.
 [[gnu::noinline, gnu::cold]] void count_answer_in_subnet(const transport::SendSide& s, const Target& t,
                                                          uint64_t read_bytes) {
   const uint32_t packets = read_bytes == 0 ? 1 : transport::message_packets(read_bytes, s.conn.mtu);
   if (const SubnetCount count = subnet_count())
-    count(*s.qp.seg, s.qp.seg->qp(t.slot).ca, t.source.lid, s.qp.ca, packets, read_bytes);
+    count(*s.qp.seg, s.qp.seg->qp(t.slot).ca, t.source.lid, s.qp.ca,
+          s.qp.seg->qp(t.slot).sl.load(std::memory_order_relaxed), packets, read_bytes);
 }
 
 [[gnu::always_inline]] inline const char* route(shm::Segment& seg, const transport::SendSide& s, const ibv_ah_attr& ah, uint32_t dest_qpn,
@@ -334,6 +337,9 @@ ibv_wc_status HostFabric::transmit(transport::SendSide& s, transport::SendWqe& w
     // Its QPs are found at delivery.
   } else if (const char* why = route(seg, s, ah, dest_qpn, false, &target)) {
     SV_LOG_RATELIMITED(kDebug, "QP %#x to QP %#x: %s", s.qp.qpn, dest_qpn, why);
+    // A switch port that discarded it (its SL on VL15) counts it.
+    if (why == kNotCarried) [[unlikely]]
+      count_in_subnet(s, ah, target, w.packets, op->kind == ReqKind::kSend || op->kind == ReqKind::kWrite ? list.bytes : 0);
     return IBV_WC_SUCCESS;  // lost on the way: the requester's timer decides
   }
 

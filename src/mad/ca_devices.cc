@@ -137,4 +137,24 @@ void ca_device_count_traffic(const shm::Segment& seg, unsigned from, uint16_t dl
     count_data_path(s, path, sl, packets, bytes);
 }
 
+uint64_t ca_device_multicast(const shm::Segment& seg, unsigned from, uint16_t mlid, uint8_t sl, uint64_t packets,
+                             uint64_t bytes, uint16_t* slid, uint64_t* port_guid) {
+  const Subnet* loaded = loaded_subnet_of(seg);
+  if (loaded == nullptr) return 0;
+  const std::vector<int>& nodes = device_nodes(*loaded);
+  if (from >= nodes.size()) return 0;
+  Subnet s = *loaded;
+  shm::SubnetLock lock(*s.state);
+  s.local = port_view(seg);
+  const auto src = static_cast<unsigned>(nodes[from]);
+  const PortView source = subnet_port_view(s, src, 1, 1);
+  *slid = source.lid;
+  *port_guid = source.port_guid;
+  const uint64_t reached = route_multicast(s, src, mlid, sl, packets, bytes);
+  uint64_t devices = 0;
+  for (size_t k = 0; k < nodes.size() && k < 64; ++k)
+    if ((reached >> nodes[k] & 1) != 0) devices |= 1ull << k;
+  return devices;
+}
+
 }  // namespace softverbs::mad

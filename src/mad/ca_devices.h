@@ -52,6 +52,15 @@ bool ca_device_carries(const shm::Segment& seg, unsigned from, uint16_t dlid, co
 void ca_device_count_traffic(const shm::Segment& seg, unsigned from, uint16_t dlid, unsigned to, uint8_t sl,
                              uint64_t packets, uint64_t bytes);
 
+// The devices a multicast packet on `sl` from device `from`'s port to
+// `mlid` reaches through the switches' multicast forwarding tables (bit k:
+// device k's port; mad/data_route.h route_multicast), its `packets`
+// packets of `bytes` payload counted on every port it crosses; `*slid` and
+// `*port_guid` get the sender's port's LID and GUID (host order). 0 when
+// the device has no topology.
+uint64_t ca_device_multicast(const shm::Segment& seg, unsigned from, uint16_t mlid, uint8_t sl, uint64_t packets,
+                             uint64_t bytes, uint16_t* slid, uint64_t* port_guid);
+
 struct Subnet;
 
 // What an SM's Set may change on the port of device k (index k - 1: the

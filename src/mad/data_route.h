@@ -54,6 +54,20 @@ struct DataPath {
 bool route_data(const Subnet& subnet, unsigned from, uint16_t dlid, const uint8_t* dgid_guid, unsigned to,
                 uint8_t sl, DataPath* path);
 
+// IBA 18.2.4.3: a multicast packet sent by port 1 of CA node `from` to
+// `mlid` leaves that ACTIVE port on the VL its table gives `sl`; each
+// switch it enters by an ACTIVE port sends it out of every ACTIVE port its
+// MulticastForwardingTable entry for `mlid` names, except the one it came
+// in by (on the VL of that input × output table; VL15 drops it there), and
+// a CA's port takes it without sending it on. Returns the CA nodes whose
+// port 1 received it (bit n: node n). With `packets` non-zero, every port
+// it crosses counts them (`bytes`: their payload) as count_data_path does,
+// also as multicast (PortMulticastXmit/RcvPkts). A switch reached twice (a
+// loop in the tables) sends it on once. REQUIRES: the caller holds a
+// SubnetLock on subnet.state.
+uint64_t route_multicast(const Subnet& subnet, unsigned from, uint16_t mlid, uint8_t sl, uint64_t packets = 0,
+                         uint64_t bytes = 0);
+
 // IBA 16.1.3.5: every port `path` leaves counts the packets as sent (PortXmitPkts,
 // PortXmitData, PortXmitDataSL for `sl`), every port it enters as received
 // (also PortRcvDataSL, and PortVLOpPackets/Data on the VL the link carried

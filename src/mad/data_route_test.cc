@@ -3,6 +3,7 @@
 #include <gtest/gtest.h>
 #include <unistd.h>
 
+#include <initializer_list>
 #include <memory>
 #include <string>
 
@@ -305,6 +306,113 @@ TEST_F(DataRouteTest, SwitchHopOnVl15DiscardsAndCounts) {
   EXPECT_TRUE(path.discarded);
   EXPECT_EQ(kCa2, path.discard_node);
   EXPECT_EQ(0u, path.links);
+}
+
+// IBA 18.2.4.3 over MLID 0xc005 (entry 5): sw-a sends it out of ports 2
+// and 7, sw-b out of 7 and 1, each never back by the port it came in.
+class MulticastRouteTest : public DataRouteTest {
+ protected:
+  static constexpr uint16_t kMlid = 0xc005;
+  void SetUp() override {
+    DataRouteTest::SetUp();
+    shm::SubnetLock lock(*state_);
+    set_mft(kSwA, {2, 7});
+    set_mft(kSwB, {7, 1});
+  }
+  void set_mft(unsigned sw, std::initializer_list<unsigned> ports) {
+    uint16_t* masks = node(sw).sw.mft[kMlid - 0xc000];
+    for (unsigned i = 0; i < shm::kMftPositions; ++i) masks[i] = 0;
+    for (unsigned p : ports) masks[p / 16] = static_cast<uint16_t>(masks[p / 16] | 1u << (p % 16));
+  }
+  uint64_t reach(unsigned from, uint16_t mlid = kMlid, uint8_t sl = 0) {
+    shm::SubnetLock lock(*state_);
+    return route_multicast(s_, from, mlid, sl);
+  }
+  static uint64_t bit(unsigned n) { return 1ull << n; }
+};
+
+TEST_F(MulticastRouteTest, ReachesTheCasOnTheTreeOnly) {
+  EXPECT_EQ(bit(kCa3), reach(kCa2));           // not dev: sw-a's port 1 is not in the entry
+  EXPECT_EQ(bit(kCa2) | bit(kCa3), reach(kDev));
+  EXPECT_EQ(bit(kCa2), reach(kCa3));           // back across by sw-b's 7, then sw-a's 2
+  // Another MLID's entry is empty: no switch forwards it.
+  EXPECT_EQ(0u, reach(kCa2, 0xc006));
+  // Not a multicast LID, the permissive LID, an entry beyond the cap, a switch as sender.
+  EXPECT_EQ(0u, reach(kCa2, 5));
+  EXPECT_EQ(0u, reach(kCa2, 0xffff));
+  EXPECT_EQ(0u, reach(kCa2, static_cast<uint16_t>(0xc000 + shm::kMftCap)));
+  EXPECT_EQ(0u, reach(kSwA));
+}
+
+TEST_F(MulticastRouteTest, ActivePortsAndUpLinksOnly) {
+  {
+    shm::SubnetLock lock(*state_);
+    node(kCa3).ports[1].port_state = kInit;
+  }
+  EXPECT_EQ(0u, reach(kCa2));
+  EXPECT_EQ(0u, reach(kCa3));  // nor from it
+  {
+    shm::SubnetLock lock(*state_);
+    node(kCa3).ports[1].port_state = kActive;
+    node(kSwA).ports[7].phys_disabled = 1;  // the link to sw-b goes down
+  }
+  EXPECT_EQ(0u, reach(kCa2));
+  EXPECT_EQ(bit(kCa2), reach(kDev));
+}
+
+TEST_F(MulticastRouteTest, TablesWithALoopForwardOncePerSwitch) {
+  {
+    shm::SubnetLock lock(*state_);
+    set_mft(kSwA, {1, 2, 7, 8});
+    set_mft(kSwB, {1, 7, 8});
+  }
+  EXPECT_EQ(bit(kDev) | bit(kCa3), reach(kCa2));
+}
+
+TEST_F(MulticastRouteTest, CountsEveryPortItCrossesAsMulticast) {
+  shm::SubnetLock lock(*state_);
+  EXPECT_EQ(bit(kCa2) | bit(kCa3), route_multicast(s_, kDev, kMlid, 2, 1, 100));
+  const uint64_t words = (100 + 24) / 4;
+  const auto sent = [&](unsigned n, unsigned port, uint64_t packets) {
+    const shm::SubnetTraffic& t = node(n).ports[port].traffic;
+    EXPECT_EQ(packets, t.xmit_packets) << "node " << n << " port " << port;
+    EXPECT_EQ(packets, t.mcast_xmit_packets) << "node " << n << " port " << port;
+    EXPECT_EQ(packets * words, t.xmit_words_sl[2]) << "node " << n << " port " << port;
+  };
+  const auto received = [&](unsigned n, unsigned port, uint64_t packets) {
+    const shm::SubnetTraffic& t = node(n).ports[port].traffic;
+    EXPECT_EQ(packets, t.rcv_packets) << "node " << n << " port " << port;
+    EXPECT_EQ(packets, t.mcast_rcv_packets) << "node " << n << " port " << port;
+    EXPECT_EQ(packets, t.rcv_packets_vl[2]) << "node " << n << " port " << port;  // SL 2 on VL 2 everywhere
+  };
+  sent(kDev, 1, 1);
+  received(kSwA, 1, 1);
+  sent(kSwA, 2, 1);
+  received(kCa2, 1, 1);
+  sent(kSwA, 7, 1);
+  received(kSwB, 7, 1);
+  sent(kSwB, 1, 1);
+  received(kCa3, 1, 1);
+  sent(kSwA, 8, 0);
+  sent(kSwB, 2, 0);
+  received(kSwA, 2, 0);
+  // Without packets it only asks: nothing more is counted.
+  route_multicast(s_, kDev, kMlid, 2);
+  sent(kDev, 1, 1);
+}
+
+TEST_F(MulticastRouteTest, ABranchOnVl15IsDroppedThereAlone) {
+  shm::SubnetLock lock(*state_);
+  uint8_t vls[16];
+  shm::unpack_sl2vl(node(kSwA).sw.sl2vl[1][7], vls);
+  vls[3] = shm::kVl15;
+  shm::pack_sl2vl(vls, node(kSwA).sw.sl2vl[1][7]);
+  EXPECT_EQ(bit(kCa2), route_multicast(s_, kDev, kMlid, 3, 4, 0));
+  EXPECT_EQ(4u, node(kSwA).ports[7].traffic.xmit_discards);
+  EXPECT_EQ(0u, node(kSwA).ports[7].traffic.xmit_packets);
+  EXPECT_EQ(0u, node(kSwB).ports[7].traffic.rcv_packets);
+  // From ca-2 the input port is 2: that table still carries SL 3.
+  EXPECT_EQ(bit(kCa3), route_multicast(s_, kCa2, kMlid, 3));
 }
 
 }  // namespace

@@ -18,7 +18,7 @@
 namespace softverbs::shm {
 namespace {
 
-constexpr uint64_t kSubnetMagic = 0x5356'5355'424e'0007ull;  // "SVSUBN", version 7 (SubnetTraffic per SL and VL, xmit_discards)
+constexpr uint64_t kSubnetMagic = 0x5356'5355'424e'0008ull;  // "SVSUBN", version 8 (SubnetTraffic per SL and VL, discards, multicast)
 static_assert(std::is_trivially_copyable_v<SubnetNode>, "the file is shared memory");
 
 void init_file(SubnetFile* f) {

@@ -52,6 +52,8 @@ struct SubnetTraffic {
   uint64_t rcv_packets = 0;
   uint64_t rcv_words = 0;
   uint64_t xmit_discards = 0;  // IBA 7.6.6: dropped here for an SL on VL15
+  uint64_t mcast_xmit_packets = 0;  // of the packets, those to a multicast LID
+  uint64_t mcast_rcv_packets = 0;
   uint64_t xmit_words_sl[16] = {};
   uint64_t rcv_words_sl[16] = {};
   uint64_t rcv_packets_vl[16] = {};

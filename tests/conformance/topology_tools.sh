@@ -48,6 +48,8 @@
 # counted by perfquery on the switch ports of their route alone.
 # route-sl: that traffic per SL and per VL (perfquery -X/-S, --vloppackets)
 # as each hop's SL2VL table maps it, and dropped where one maps it to VL15.
+# mcast-route: UD multicast between the CAs through the switches'
+# MulticastForwardingTables (set by SMPs), reaching only the CAs on them.
 set -euo pipefail
 lib=$1
 scenario=$2
@@ -1076,6 +1078,57 @@ case $scenario in
     [ "$(field "$work/d1" PortXmitDiscards)" -gt "$before" ] ||
       { cat "$work/d1" >&2; fail "leaf-b port $back did not count the SL 15 discards"; }
     echo "SL 15: leaf-b port $back PortXmitDiscards $before -> $(field "$work/d1" PortXmitDiscards)"
+    ;;
+  mcast-route)
+    # IBA 18.2.4.3: a UD multicast datagram from softverbs1 (host-1, on
+    # leaf-a port 2) reaches a QP attached to the group on another CA only
+    # where the switches' MulticastForwardingTables carry it (set here by
+    # SMPs: tests/conformance/mcast_route.cc), a QP on its own CA always.
+    # With no entry no other CA gets it; with leaf-a -> 2, 7 and leaf-b ->
+    # 7, 1, host-2 (softverbs2) does and host-0 (softverbs0, leaf-a port 1)
+    # does not, and leaf-b port 1 counts it as multicast; without leaf-b's
+    # port 1 host-2 no longer does; back from softverbs2 it reaches
+    # softverbs1 alone.
+    tool=$lib/../bin/softverbs_mcast_route
+    [ -x "$tool" ] || fail "no $tool"
+    sm_sweep
+    run net ibnetdiscover
+    leafa=$(lid_of leaf-a)
+    leafb=$(lid_of leaf-b)
+    [ -n "$leafa" ] && [ -n "$leafb" ] || { cat "$work/net" >&2; fail "no switch LIDs"; }
+    mlid=0xc010
+    got() {  # NAME DEVICE: what DEVICE's QP received in run NAME
+      awk -v d="$2" '$1 == d { print $2 }' "$work/$1"
+    }
+    expect_got() {  # NAME DEVICE COUNT
+      [ "$(got "$1" "$2")" = "$3" ] || { cat "$work/$1" >&2; fail "$1: $2 received '$(got "$1" "$2")', expected $3"; }
+    }
+    run none "$tool" send softverbs1 $mlid 5 softverbs0 softverbs1 softverbs2
+    expect_got none softverbs1 5
+    expect_got none softverbs0 0
+    expect_got none softverbs2 0
+    [ "$(lid_of leaf-b)" = "$leafb" ] || fail "leaf-b's LID moved"
+    run mfta "$tool" mft "$leafa" $mlid 2 7
+    run mftb "$tool" mft "$leafb" $mlid 7 1
+    run pq0 perfquery -x "$leafb" 1
+    before=$(field "$work/pq0" PortMulticastXmitPkts)
+    run tree "$tool" send softverbs1 $mlid 5 softverbs0 softverbs1 softverbs2
+    expect_got tree softverbs1 5
+    expect_got tree softverbs2 5
+    expect_got tree softverbs0 0
+    run pq1 perfquery -x "$leafb" 1
+    [ "$(( $(field "$work/pq1" PortMulticastXmitPkts) - before ))" -ge 5 ] ||
+      { cat "$work/pq1" >&2; fail "leaf-b port 1 did not count 5 multicast packets"; }
+    echo "tree: softverbs2 $(got tree softverbs2), softverbs0 $(got tree softverbs0); leaf-b port 1 PortMulticastXmitPkts $before -> $(field "$work/pq1" PortMulticastXmitPkts)"
+    run mftb2 "$tool" mft "$leafb" $mlid 7
+    run cut "$tool" send softverbs1 $mlid 5 softverbs1 softverbs2
+    expect_got cut softverbs1 5
+    expect_got cut softverbs2 0
+    run mftb3 "$tool" mft "$leafb" $mlid 7 1
+    run back "$tool" send softverbs2 $mlid 5 softverbs0 softverbs1
+    expect_got back softverbs1 5
+    expect_got back softverbs0 0
+    echo "leaf-b without port 1: softverbs2 $(got cut softverbs2); from softverbs2: softverbs1 $(got back softverbs1), softverbs0 $(got back softverbs0)"
     ;;
   *) fail "unknown scenario" ;;
 esac

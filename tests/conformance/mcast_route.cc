@@ -1,9 +1,13 @@
 // Multicast between the topology's CAs through the switches' multicast
 // forwarding tables (topology_tools.sh mcast-route; src/mad/data_route.h
-// route_multicast). Two commands:
+// route_multicast). Three commands:
 //   mft LID MLID PORT...  sets MLID's entry in the switch at LID to those
 //                         ports (a LID-routed SubnGet, then SubnSet, of its
 //                         MulticastForwardingTable block, from softverbs0)
+//   join DEV SM_LID MGID  joins DEV's port to the group ff12::MGID as a
+//                         full member by an SA MCMemberRecord Set sent from
+//                         softverbs0 (a proxy join: the other CAs open no
+//                         MAD port); prints the MLID the SA gave
 //   send FROM MLID COUNT DEV...
 //                         a UD QP of device FROM sends COUNT datagrams to
 //                         MLID; a UD QP of each DEV (FROM may be one of
@@ -70,6 +74,59 @@ int set_mft(uint16_t lid, uint16_t mlid, const std::vector<unsigned>& ports) {
   block[2 * (entry % 32) + 1] = static_cast<uint8_t>(mask);
   if (!mft_smp(fd, agent, lid, 0x02, entry / 32, block)) return fail("Set(MulticastForwardingTable)");
   umad_close_port(fd);
+  return 0;
+}
+
+// An SA MCMemberRecord Set (IBA 15.2.5.17) from softverbs0's port joining
+// device DEV's port (its GID 0: a proxy join) to the group MGID ff12::MGID
+// as a full member; prints the MLID the SA gave it.
+int join(const std::string& dev_name, uint16_t sm_lid, uint16_t mgid_low) {
+  int n = 0;
+  ibv_device** list = ibv_get_device_list(&n);
+  ibv_context* ctx = nullptr;
+  for (int i = 0; i < n; ++i)
+    if (dev_name == ibv_get_device_name(list[i])) ctx = ibv_open_device(list[i]);
+  ibv_gid port_gid{};
+  if (ctx == nullptr || ibv_query_gid(ctx, 1, 0, &port_gid) != 0) return fail("cannot read the device's GID");
+  if (umad_init() != 0) return fail("umad_init");
+  const int fd = umad_open_port(nullptr, 0);
+  if (fd < 0) return fail("umad_open_port");
+  const int agent = umad_register(fd, 0x03, 2, 0, nullptr);
+  if (agent < 0) return fail("umad_register");
+  std::vector<uint8_t> req(umad_size() + kMad), resp(umad_size() + kMad);
+  auto* m = static_cast<uint8_t*>(umad_get_mad(req.data()));
+  m[0] = 1;
+  m[1] = 0x03;
+  m[2] = 2;
+  m[3] = 0x02;  // Set: join
+  m[15] = 9;
+  m[16] = 0x00;
+  m[17] = 0x38;
+  // ComponentMask: MGID, PortGID, Q_Key, TClass, P_Key, SL, FlowLabel, Scope, JoinState.
+  const uint64_t mask = 1u << 0 | 1u << 1 | 1u << 2 | 1u << 6 | 1u << 7 | 1u << 12 | 1u << 13 | 1u << 15 | 1u << 16;
+  for (int i = 0; i < 8; ++i) m[48 + i] = static_cast<uint8_t>(mask >> (56 - 8 * i));
+  uint8_t* r = m + 56;
+  r[0] = 0xff;
+  r[1] = 0x12;
+  r[14] = static_cast<uint8_t>(mgid_low >> 8);
+  r[15] = static_cast<uint8_t>(mgid_low);
+  std::memcpy(r + 16, port_gid.raw, 16);
+  r[32] = 0x11, r[33] = 0x11, r[34] = 0x11, r[35] = 0x11;  // Q_Key
+  r[40] = 0xff, r[41] = 0xff;                              // P_Key
+  r[48] = 0x21;                                            // Scope 2 (link local), JoinState FullMember
+  umad_set_addr(req.data(), sm_lid, 1, 0, 0x80010000);
+  if (umad_send(fd, agent, req.data(), kMad, 2000, 2) != 0) return fail("umad_send");
+  int len = kMad;
+  if (umad_recv(fd, resp.data(), &len, 10000) != agent) return fail("no answer from the SA");
+  const auto* a = static_cast<const uint8_t*>(umad_get_mad(resp.data()));
+  if (umad_status(resp.data()) != 0 || a[4] != 0 || a[5] != 0) {
+    std::fprintf(stderr, "mcast_route: the SA answered status 0x%02x%02x\n", a[4], a[5]);
+    return 1;
+  }
+  std::printf("0x%04x\n", a[56 + 36] << 8 | a[56 + 37]);
+  umad_close_port(fd);
+  ibv_close_device(ctx);
+  ibv_free_device_list(list);
   return 0;
 }
 
@@ -187,6 +244,9 @@ int main(int argc, char** argv) {
     return set_mft(static_cast<uint16_t>(std::strtoul(argv[2], nullptr, 0)),
                    static_cast<uint16_t>(std::strtoul(argv[3], nullptr, 0)), ports);
   }
+  if (cmd == "join" && argc == 5)
+    return join(argv[2], static_cast<uint16_t>(std::strtoul(argv[3], nullptr, 0)),
+                static_cast<uint16_t>(std::strtoul(argv[4], nullptr, 0)));
   if (cmd == "send" && argc >= 6) {
     std::vector<std::string> members(argv + 5, argv + argc);
     return send(argv[2], static_cast<uint16_t>(std::strtoul(argv[3], nullptr, 0)), std::atoi(argv[4]), members);

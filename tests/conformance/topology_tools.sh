@@ -1088,7 +1088,7 @@ case $scenario in
     # 7, 1, host-2 (softverbs2) does and host-0 (softverbs0, leaf-a port 1)
     # does not, and leaf-b port 1 counts it as multicast; without leaf-b's
     # port 1 host-2 no longer does; back from softverbs2 it reaches
-    # softverbs1 alone.
+    # softverbs1 alone. Then the same through opensm's SA (below).
     tool=$lib/../bin/softverbs_mcast_route
     [ -x "$tool" ] || fail "no $tool"
     sm_sweep
@@ -1129,6 +1129,27 @@ case $scenario in
     expect_got back softverbs1 5
     expect_got back softverbs0 0
     echo "leaf-b without port 1: softverbs2 $(got cut softverbs2); from softverbs2: softverbs1 $(got back softverbs1), softverbs0 $(got back softverbs0)"
+    # Through the SA: opensm running, softverbs1's and softverbs2's ports
+    # joined by proxy from softverbs0 (they open no MAD port); opensm
+    # programs the MLID it hands out into both switches' MFTs, and the
+    # datagrams reach softverbs2 but not softverbs0, which did not join.
+    sm_start
+    run smi sminfo
+    smlid=$(awk '{ print $4; exit }' "$work/smi")
+    run join2 "$tool" join softverbs2 "$smlid" 0x1234
+    run join1 "$tool" join softverbs1 "$smlid" 0x1234
+    samlid=$(cat "$work/join2")
+    [ "$(cat "$work/join1")" = "$samlid" ] || fail "the two joins got MLIDs $samlid and $(cat "$work/join1")"
+    for _ in $(seq 50); do
+      run mftdump ibroute -M "$leafb"
+      grep -qi "^$samlid " "$work/mftdump" && break
+      sleep 0.2
+    done
+    grep -qi "^$samlid " "$work/mftdump" || { cat "$work/mftdump" >&2; fail "opensm did not program $samlid into leaf-b"; }
+    run sa "$tool" send softverbs1 "$samlid" 5 softverbs0 softverbs2
+    expect_got sa softverbs2 5
+    expect_got sa softverbs0 0
+    echo "SA join: MLID $samlid; softverbs2 $(got sa softverbs2), softverbs0 $(got sa softverbs0)"
     ;;
   *) fail "unknown scenario" ;;
 esac

@@ -34,14 +34,17 @@ const PortSetup& port() { return g_port; }
 namespace {
 std::atomic<SubnetRoute> g_subnet_route{nullptr};
 std::atomic<SubnetCount> g_subnet_count{nullptr};
+std::atomic<SubnetMulticast> g_subnet_multicast{nullptr};
 }  // namespace
 
-void set_subnet_route(SubnetRoute route, SubnetCount count) {
+void set_subnet_route(SubnetRoute route, SubnetCount count, SubnetMulticast multicast) {
   g_subnet_count.store(count, std::memory_order_release);
+  g_subnet_multicast.store(multicast, std::memory_order_release);
   g_subnet_route.store(route, std::memory_order_release);
 }
 SubnetRoute subnet_route() { return g_subnet_route.load(std::memory_order_acquire); }
 SubnetCount subnet_count() { return g_subnet_count.load(std::memory_order_acquire); }
+SubnetMulticast subnet_multicast() { return g_subnet_multicast.load(std::memory_order_acquire); }
 
 Result<transport::Link*> link_for(DeviceHost& device, const ibv_ah_attr& ah, uint8_t qp_type) {
   const PortSetup& config = port();

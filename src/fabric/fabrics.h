@@ -52,16 +52,25 @@ struct SubnetSource {  // filled by the route, read only once it said yes
 };
 using SubnetRoute = bool (*)(const shm::Segment& seg, uint8_t from_ca, const ibv_ah_attr& ah, uint8_t to_ca,
                              SubnetSource* source);
-// The packets the subnet carried from CA `from_ca` to `dlid` (CA `to_ca`),
-// counted on every port of their route (`bytes`: their payload): the PMA
-// of the ports they cross shows them, not the device's port (issue 19).
-using SubnetCount = void (*)(const shm::Segment& seg, uint8_t from_ca, uint16_t dlid, uint8_t to_ca,
+// The packets on service level `sl` the subnet carried from CA `from_ca`
+// to `dlid` (CA `to_ca`), counted on every port of their route (`bytes`:
+// their payload): the PMA of the ports they cross shows them, not the
+// device's port (issue 19). Called too for packets the route refused: a
+// port that discarded them for an SL on VL15 counts them.
+using SubnetCount = void (*)(const shm::Segment& seg, uint8_t from_ca, uint16_t dlid, uint8_t to_ca, uint8_t sl,
                              uint32_t packets, uint64_t bytes);
+// A UD multicast datagram of `packets` packets (`bytes`: their payload)
+// on service level `sl` from CA `from_ca` to `mlid`: the CAs the switches'
+// multicast forwarding tables carry it to (bit k: CA k's port), counted on
+// every port it crosses; `*source` gets the sender's port's addresses.
+using SubnetMulticast = uint64_t (*)(const shm::Segment& seg, uint8_t from_ca, uint16_t mlid, uint8_t sl,
+                                     uint32_t packets, uint64_t bytes, SubnetSource* source);
 // Set where the device is opened with a topology (any call wins; the same
 // functions every time). Unset, a request that needs it is lost.
-void set_subnet_route(SubnetRoute route, SubnetCount count);
+void set_subnet_route(SubnetRoute route, SubnetCount count, SubnetMulticast multicast);
 SubnetRoute subnet_route();
 SubnetCount subnet_count();
+SubnetMulticast subnet_multicast();
 
 // The link that reaches `ah` from a QP of type `qp_type`, chosen at RTR: the
 // host link for QPs of this host's device, the UDP link (started on first

@@ -120,7 +120,7 @@ uint16_t ca_device_pkey(const shm::Segment& seg, unsigned device, unsigned index
 }
 
 bool ca_device_carries(const shm::Segment& seg, unsigned from, uint16_t dlid, const uint8_t* dgid_guid,
-                       unsigned to, uint16_t* slid, uint64_t* port_guid) {
+                       unsigned to, uint8_t sl, uint16_t* slid, uint64_t* port_guid) {
   const Subnet* loaded = loaded_subnet_of(seg);
   if (loaded == nullptr) return false;
   const std::vector<int>& nodes = device_nodes(*loaded);
@@ -132,11 +132,11 @@ bool ca_device_carries(const shm::Segment& seg, unsigned from, uint16_t dlid, co
   const PortView source = subnet_port_view(s, src, 1, 1);
   *slid = source.lid;
   *port_guid = source.port_guid;
-  return route_data(s, src, dlid, dgid_guid, static_cast<unsigned>(nodes[to]));
+  return route_data(s, src, dlid, dgid_guid, static_cast<unsigned>(nodes[to]), sl);
 }
 
-void ca_device_count_traffic(const shm::Segment& seg, unsigned from, uint16_t dlid, unsigned to, uint64_t packets,
-                             uint64_t bytes) {
+void ca_device_count_traffic(const shm::Segment& seg, unsigned from, uint16_t dlid, unsigned to, uint8_t sl,
+                             uint64_t packets, uint64_t bytes) {
   const Subnet* loaded = loaded_subnet_of(seg);
   if (loaded == nullptr) return;
   const std::vector<int>& nodes = device_nodes(*loaded);
@@ -145,8 +145,29 @@ void ca_device_count_traffic(const shm::Segment& seg, unsigned from, uint16_t dl
   shm::SubnetLock lock(*s.state);
   s.local = port_view(seg);
   DataPath path;
-  if (route_data(s, static_cast<unsigned>(nodes[from]), dlid, nullptr, static_cast<unsigned>(nodes[to]), &path))
-    count_data_path(s, path, packets, bytes);
+  if (route_data(s, static_cast<unsigned>(nodes[from]), dlid, nullptr, static_cast<unsigned>(nodes[to]), sl, &path) ||
+      path.discarded)
+    count_data_path(s, path, sl, packets, bytes);
+}
+
+uint64_t ca_device_multicast(const shm::Segment& seg, unsigned from, uint16_t mlid, uint8_t sl, uint64_t packets,
+                             uint64_t bytes, uint16_t* slid, uint64_t* port_guid) {
+  const Subnet* loaded = loaded_subnet_of(seg);
+  if (loaded == nullptr) return 0;
+  const std::vector<int>& nodes = device_nodes(*loaded);
+  if (from >= nodes.size()) return 0;
+  Subnet s = *loaded;
+  shm::SubnetLock lock(*s.state);
+  s.local = port_view(seg);
+  const auto src = static_cast<unsigned>(nodes[from]);
+  const PortView source = subnet_port_view(s, src, 1, 1);
+  *slid = source.lid;
+  *port_guid = source.port_guid;
+  const uint64_t reached = route_multicast(s, src, mlid, sl, packets, bytes);
+  uint64_t devices = 0;
+  for (size_t k = 0; k < nodes.size() && k < 64; ++k)
+    if ((reached >> nodes[k] & 1) != 0) devices |= 1ull << k;
+  return devices;
 }
 
 }  // namespace softverbs::mad

@@ -37,19 +37,29 @@ bool fill_ca_device_port_attr(const shm::Segment& seg, unsigned device, ibv_port
 // The P_Key at `index` of device `device`'s port (0: none, no such device).
 uint16_t ca_device_pkey(const shm::Segment& seg, unsigned device, unsigned index);
 
-// Whether a data packet from device `from`'s port to `dlid` (and, with a
-// GRH, `dgid_guid`, the DGID's interface ID in network order) reaches
-// device `to`'s port (mad/data_route.h); `*slid` and `*port_guid` get the
-// sender's port's LID and GUID (host order).
+// Whether a data packet on service level `sl` from device `from`'s port to
+// `dlid` (and, with a GRH, `dgid_guid`, the DGID's interface ID in network
+// order) reaches device `to`'s port (mad/data_route.h); `*slid` and
+// `*port_guid` get the sender's port's LID and GUID (host order).
 bool ca_device_carries(const shm::Segment& seg, unsigned from, uint16_t dlid, const uint8_t* dgid_guid,
-                       unsigned to, uint16_t* slid, uint64_t* port_guid);
+                       unsigned to, uint8_t sl, uint16_t* slid, uint64_t* port_guid);
 
-// Counts `packets` packets of `bytes` payload from device `from`'s port to
-// `dlid` on every port their route crosses up to device `to`'s port
-// (mad/data_route.h count_data_path); nothing when the subnet does not
-// carry them there.
-void ca_device_count_traffic(const shm::Segment& seg, unsigned from, uint16_t dlid, unsigned to, uint64_t packets,
-                             uint64_t bytes);
+// Counts `packets` packets of `bytes` payload on service level `sl` from
+// device `from`'s port to `dlid` on every port their route crosses up to
+// device `to`'s port (mad/data_route.h count_data_path), or up to the port
+// that discarded them for an SL on VL15; nothing when the subnet loses
+// them otherwise.
+void ca_device_count_traffic(const shm::Segment& seg, unsigned from, uint16_t dlid, unsigned to, uint8_t sl,
+                             uint64_t packets, uint64_t bytes);
+
+// The devices a multicast packet on `sl` from device `from`'s port to
+// `mlid` reaches through the switches' multicast forwarding tables (bit k:
+// device k's port; mad/data_route.h route_multicast), its `packets`
+// packets of `bytes` payload counted on every port it crosses; `*slid` and
+// `*port_guid` get the sender's port's LID and GUID (host order). 0 when
+// the device has no topology.
+uint64_t ca_device_multicast(const shm::Segment& seg, unsigned from, uint16_t mlid, uint8_t sl, uint64_t packets,
+                             uint64_t bytes, uint16_t* slid, uint64_t* port_guid);
 
 struct Subnet;
 

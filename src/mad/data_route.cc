@@ -1,5 +1,6 @@
 #include "mad/data_route.h"
 
+#include <algorithm>
 #include <cstring>
 
 namespace softverbs::mad {
@@ -30,6 +31,50 @@ bool gid_is_port(const Subnet& s, unsigned node, const uint8_t* dgid_guid) {
   return std::memcmp(be, dgid_guid, 8) == 0;
 }
 
+// IBA 14.2.5.8: a switch maps SL to VL per input and output port.
+uint8_t switch_vl(const Subnet& s, unsigned node, uint8_t in, uint8_t out, uint8_t sl) {
+  if (in >= shm::kSubnetMaxPorts || out >= shm::kSubnetMaxPorts) return shm::kVl15;
+  uint8_t vls[16];
+  shm::unpack_sl2vl(s.state->node(node).sw.sl2vl[in][out], vls);
+  return vls[sl & 15];
+}
+
+// As the device's own PMA counts (mad/pma_counters.cc): the payload and
+// each packet's headers and CRCs, in 4-octet words.
+uint64_t words_of(uint64_t packets, uint64_t bytes) { return (bytes + packets * kIbPacketOverheadBytes) / 4; }
+
+struct LinkCount {
+  uint8_t sl;
+  uint64_t packets, words;
+  bool multicast;
+};
+
+// One link crossed on `vl`: sent by one port, received by the other.
+void count_link(const Subnet& s, unsigned leave_node, uint8_t leave, unsigned enter_node, uint8_t enter, uint8_t vl,
+                const LinkCount& c) {
+  shm::SubnetTraffic& out = s.state->node(leave_node).ports[leave].traffic;
+  out.xmit_packets += c.packets;
+  out.xmit_words += c.words;
+  out.xmit_words_sl[c.sl] += c.words;
+  shm::SubnetTraffic& in = s.state->node(enter_node).ports[enter].traffic;
+  in.rcv_packets += c.packets;
+  in.rcv_words += c.words;
+  in.rcv_words_sl[c.sl] += c.words;
+  in.rcv_packets_vl[vl & 15] += c.packets;
+  in.rcv_words_vl[vl & 15] += c.words;
+  if (c.multicast) {
+    out.mcast_xmit_packets += c.packets;
+    in.mcast_rcv_packets += c.packets;
+  }
+}
+
+bool discard(DataPath* path, unsigned node, uint8_t port) {
+  path->discarded = true;
+  path->discard_node = static_cast<uint8_t>(node);
+  path->discard_port = port;
+  return false;
+}
+
 }  // namespace
 
 std::vector<int> ca_device_nodes(const Topology& t) {
@@ -43,13 +88,16 @@ std::vector<int> ca_device_nodes(const Topology& t) {
   return nodes;
 }
 
-bool route_data(const Subnet& s, unsigned from, uint16_t dlid, const uint8_t* dgid_guid, unsigned to) {
+bool route_data(const Subnet& s, unsigned from, uint16_t dlid, const uint8_t* dgid_guid, unsigned to, uint8_t sl) {
   DataPath unused;
-  return route_data(s, from, dlid, dgid_guid, to, &unused);
+  return route_data(s, from, dlid, dgid_guid, to, sl, &unused);
 }
 
-bool route_data(const Subnet& s, unsigned from, uint16_t dlid, const uint8_t* dgid_guid, unsigned to, DataPath* path) {
+bool route_data(const Subnet& s, unsigned from, uint16_t dlid, const uint8_t* dgid_guid, unsigned to, uint8_t sl,
+                DataPath* path) {
   path->links = 0;
+  path->discarded = false;
+  sl &= 15;
   const Topology& t = *s.topology;
   if (!is_ca(t, from) || !is_ca(t, to) || t.nodes[from].num_ports < 1 || t.nodes[to].num_ports < 1) return false;
   if (dlid == 0 || dlid >= kMulticastLidBase) return false;
@@ -60,6 +108,7 @@ bool route_data(const Subnet& s, unsigned from, uint16_t dlid, const uint8_t* dg
   if (holds(source, dlid)) return from == to && gid_is_port(s, to, dgid_guid);
   unsigned node = from;
   uint8_t out = 1;
+  uint8_t in = 0;  // the port it entered the switch `node` by
   for (unsigned hop = 0; hop < kMaxHops; ++hop) {
     const TopoNode& n = t.nodes[node];
     if (out == 0 || out > n.num_ports) return false;
@@ -67,12 +116,17 @@ bool route_data(const Subnet& s, unsigned from, uint16_t dlid, const uint8_t* dg
     if (hop > 0 && view(s, node, out).port_state != kPortActive) return false;
     const TopoLink& l = n.ports[out];
     if (l.node < 0) return false;
+    const uint8_t vl = hop == 0 ? source.qos.sl_to_vl[sl] : switch_vl(s, node, in, out, sl);
+    // IBA 7.6.6: the port that would send it on VL15 drops it.
+    if (vl == shm::kVl15) return discard(path, node, out);
     path->leave_node[hop] = static_cast<uint8_t>(node);
     path->leave[hop] = out;
     path->enter_node[hop] = static_cast<uint8_t>(l.node);
     path->enter[hop] = static_cast<uint8_t>(l.port);
+    path->vl[hop] = vl;
     path->links = hop + 1;
     node = static_cast<unsigned>(l.node);
+    in = static_cast<uint8_t>(l.port);
     const PortView at = view(s, node, l.port);
     if (at.port_state != kPortActive) return false;  // IBA 7.2: an inactive port drops data
     if (!t.nodes[node].is_switch())
@@ -84,18 +138,60 @@ bool route_data(const Subnet& s, unsigned from, uint16_t dlid, const uint8_t* dg
   return false;
 }
 
-void count_data_path(const Subnet& s, const DataPath& path, uint64_t packets, uint64_t bytes) {
-  // As the device's own PMA counts (mad/pma_counters.cc): the payload and
-  // each packet's headers and CRCs, in 4-octet words.
-  const uint64_t words = (bytes + packets * kIbPacketOverheadBytes) / 4;
-  for (unsigned i = 0; i < path.links && i < DataPath::kMaxLinks; ++i) {
-    shm::SubnetTraffic& out = s.state->node(path.leave_node[i]).ports[path.leave[i]].traffic;
-    out.xmit_packets += packets;
-    out.xmit_words += words;
-    shm::SubnetTraffic& in = s.state->node(path.enter_node[i]).ports[path.enter[i]].traffic;
-    in.rcv_packets += packets;
-    in.rcv_words += words;
+uint64_t route_multicast(const Subnet& s, unsigned from, uint16_t mlid, uint8_t sl, uint64_t packets, uint64_t bytes) {
+  const Topology& t = *s.topology;
+  sl &= 15;
+  if (!is_ca(t, from) || t.nodes[from].num_ports < 1 || mlid < kMulticastLidBase || mlid == kPermissiveLid) return 0;
+  const unsigned entry = mlid - kMulticastLidBase;
+  if (entry >= shm::kMftCap) return 0;  // beyond MulticastFDBCap: no switch forwards it
+  const PortView source = view(s, from, 1);
+  if (source.port_state != kPortActive) return 0;  // IBA 7.2
+  const LinkCount count{sl, packets, words_of(packets, bytes), true};
+  uint64_t reached = 0, forwarded = 0;
+  struct At {
+    uint8_t node, in;
+  } queue[shm::kSubnetMaxNodes];
+  unsigned head = 0, tail = 0;
+  // Out of port `out` of `node` on `vl`, into the port at the link's other end.
+  const auto send = [&](unsigned node, uint8_t out, uint8_t vl) {
+    if (vl == shm::kVl15) {  // IBA 7.6.6
+      if (packets != 0) s.state->node(node).ports[out].traffic.xmit_discards += packets;
+      return;
+    }
+    const TopoLink& l = t.nodes[node].ports[out];
+    if (l.node < 0) return;
+    const auto next = static_cast<unsigned>(l.node);
+    if (view(s, next, l.port).port_state != kPortActive) return;  // IBA 7.2: an inactive port drops data
+    if (packets != 0) count_link(s, node, out, next, static_cast<uint8_t>(l.port), vl, count);
+    if (!t.nodes[next].is_switch()) {
+      if (l.port == 1) reached |= 1ull << next;
+      return;
+    }
+    if ((forwarded >> next & 1) != 0 || tail == shm::kSubnetMaxNodes) return;
+    forwarded |= 1ull << next;
+    queue[tail++] = {static_cast<uint8_t>(next), static_cast<uint8_t>(l.port)};
+  };
+  send(from, 1, source.qos.sl_to_vl[sl]);
+  while (head < tail) {
+    const At at = queue[head++];
+    const unsigned ports = std::min<unsigned>(t.nodes[at.node].num_ports, shm::kSubnetMaxPorts - 1);
+    const uint16_t* masks = s.state->node(at.node).sw.mft[entry];
+    // IBA 18.2.4.3: every port of the entry's mask but the arrival port
+    // (port 0, the switch's own, takes no data).
+    for (unsigned port = 1; port <= ports; ++port) {
+      if (port == at.in || (masks[port / 16] >> (port % 16) & 1) == 0) continue;
+      if (view(s, at.node, port).port_state != kPortActive) continue;
+      send(at.node, static_cast<uint8_t>(port), switch_vl(s, at.node, at.in, static_cast<uint8_t>(port), sl));
+    }
   }
+  return reached;
+}
+
+void count_data_path(const Subnet& s, const DataPath& path, uint8_t sl, uint64_t packets, uint64_t bytes) {
+  const LinkCount count{static_cast<uint8_t>(sl & 15), packets, words_of(packets, bytes), false};
+  for (unsigned i = 0; i < path.links && i < DataPath::kMaxLinks; ++i)
+    count_link(s, path.leave_node[i], path.leave[i], path.enter_node[i], path.enter[i], path.vl[i], count);
+  if (path.discarded) s.state->node(path.discard_node).ports[path.discard_port].traffic.xmit_discards += packets;
 }
 
 }  // namespace softverbs::mad

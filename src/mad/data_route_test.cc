@@ -3,6 +3,7 @@
 #include <gtest/gtest.h>
 #include <unistd.h>
 
+#include <initializer_list>
 #include <memory>
 #include <string>
 
@@ -192,9 +193,9 @@ TEST_F(DataRouteTest, CountsOnEveryPortItCrossesAndNoOther) {
   // ca-2 to ca-3: ca-2 1 -> sw-a 2, sw-a 7 -> sw-b 7, sw-b 1 -> ca-3 1.
   shm::SubnetLock lock(*state_);
   DataPath path;
-  ASSERT_TRUE(route_data(s_, kCa2, 5, nullptr, kCa3, &path));
+  ASSERT_TRUE(route_data(s_, kCa2, 5, nullptr, kCa3, 0, &path));
   ASSERT_EQ(3u, path.links);
-  count_data_path(s_, path, 3, 5000);  // three packets, 5000 octets of payload
+  count_data_path(s_, path, 0, 3, 5000);  // three packets, 5000 octets of payload
   const uint64_t words = (5000 + 3 * 24) / 4;
   const auto expect = [&](unsigned n, unsigned port, uint64_t xp, uint64_t xw, uint64_t rp, uint64_t rw) {
     const shm::SubnetTraffic& t = node(n).ports[port].traffic;
@@ -216,8 +217,8 @@ TEST_F(DataRouteTest, CountsOnEveryPortItCrossesAndNoOther) {
   expect(kSwA, 1, 0, 0, 0, 0);
   expect(kDev, 1, 0, 0, 0, 0);
   // The answer goes back by sw-b 8: it adds there, not on port 7.
-  ASSERT_TRUE(route_data(s_, kCa3, 4, nullptr, kCa2, &path));
-  count_data_path(s_, path, 1, 0);
+  ASSERT_TRUE(route_data(s_, kCa3, 4, nullptr, kCa2, 0, &path));
+  count_data_path(s_, path, 0, 1, 0);
   expect(kSwB, 8, 1, 6, 0, 0);
   expect(kSwA, 8, 0, 0, 1, 6);
   expect(kSwA, 7, 3, words, 0, 0);
@@ -227,11 +228,191 @@ TEST_F(DataRouteTest, CountsOnEveryPortItCrossesAndNoOther) {
 TEST_F(DataRouteTest, LoopbackInTheCaCrossesNoPort) {
   shm::SubnetLock lock(*state_);
   DataPath path;
-  ASSERT_TRUE(route_data(s_, kCa2, 4, nullptr, kCa2, &path));
+  ASSERT_TRUE(route_data(s_, kCa2, 4, nullptr, kCa2, 0, &path));
   EXPECT_EQ(0u, path.links);
-  count_data_path(s_, path, 1, 64);
+  count_data_path(s_, path, 0, 1, 64);
   EXPECT_EQ(0u, node(kCa2).ports[1].traffic.xmit_packets);
   EXPECT_EQ(0u, node(kSwA).ports[2].traffic.rcv_packets);
+}
+
+// Each link carries SL 5 on the VL its sender maps it to: ca-2's port
+// table, then sw-a's table for input port 2 to output 7, then sw-b's for 7
+// to 1. The receiving port counts it per VL, every port per SL.
+TEST_F(DataRouteTest, CountsPerSlAndPerVlAsEachHopMapsIt) {
+  shm::SubnetLock lock(*state_);
+  node(kCa2).ports[1].qos.sl_to_vl[5] = 1;
+  const auto map = [&](unsigned sw, unsigned in, unsigned out, uint8_t vl) {
+    uint8_t vls[16];
+    shm::unpack_sl2vl(node(sw).sw.sl2vl[in][out], vls);
+    vls[5] = vl;
+    shm::pack_sl2vl(vls, node(sw).sw.sl2vl[in][out]);
+  };
+  map(kSwA, 2, 7, 2);
+  map(kSwA, 1, 7, 6);  // another input port's table: not this route's
+  map(kSwB, 7, 1, 3);
+  DataPath path;
+  ASSERT_TRUE(route_data(s_, kCa2, 5, nullptr, kCa3, 5, &path));
+  ASSERT_EQ(3u, path.links);
+  EXPECT_EQ(1, path.vl[0]);
+  EXPECT_EQ(2, path.vl[1]);
+  EXPECT_EQ(3, path.vl[2]);
+  count_data_path(s_, path, 5, 2, 1000);
+  const uint64_t words = (1000 + 2 * 24) / 4;
+  const auto rcv = [&](unsigned n, unsigned port, unsigned vl) {
+    const shm::SubnetTraffic& t = node(n).ports[port].traffic;
+    EXPECT_EQ(words, t.rcv_words_sl[5]) << "node " << n << " port " << port;
+    EXPECT_EQ(2u, t.rcv_packets_vl[vl]) << "node " << n << " port " << port;
+    EXPECT_EQ(words, t.rcv_words_vl[vl]) << "node " << n << " port " << port;
+    uint64_t all = 0;
+    for (uint64_t p : t.rcv_packets_vl) all += p;
+    EXPECT_EQ(2u, all) << "node " << n << " port " << port;
+  };
+  rcv(kSwA, 2, 1);
+  rcv(kSwB, 7, 2);
+  rcv(kCa3, 1, 3);
+  EXPECT_EQ(words, node(kCa2).ports[1].traffic.xmit_words_sl[5]);
+  EXPECT_EQ(words, node(kSwA).ports[7].traffic.xmit_words_sl[5]);
+  EXPECT_EQ(words, node(kSwB).ports[1].traffic.xmit_words_sl[5]);
+  EXPECT_EQ(0u, node(kSwB).ports[1].traffic.xmit_words_sl[0]);
+  EXPECT_EQ(0u, node(kSwB).ports[1].traffic.xmit_discards);
+}
+
+// IBA 7.6.6: the switch port whose table maps the SL to VL15 drops it and
+// counts PortXmitDiscards; what it crossed before counts it, nothing after.
+TEST_F(DataRouteTest, SwitchHopOnVl15DiscardsAndCounts) {
+  shm::SubnetLock lock(*state_);
+  uint8_t vls[16];
+  shm::unpack_sl2vl(node(kSwB).sw.sl2vl[7][1], vls);
+  vls[4] = shm::kVl15;
+  shm::pack_sl2vl(vls, node(kSwB).sw.sl2vl[7][1]);
+  DataPath path;
+  EXPECT_FALSE(route_data(s_, kCa2, 5, nullptr, kCa3, 4, &path));
+  ASSERT_TRUE(path.discarded);
+  EXPECT_EQ(kSwB, path.discard_node);
+  EXPECT_EQ(1, path.discard_port);
+  EXPECT_EQ(2u, path.links);
+  count_data_path(s_, path, 4, 3, 300);
+  EXPECT_EQ(3u, node(kSwB).ports[1].traffic.xmit_discards);
+  EXPECT_EQ(0u, node(kSwB).ports[1].traffic.xmit_packets);
+  EXPECT_EQ(3u, node(kSwB).ports[7].traffic.rcv_packets);
+  EXPECT_EQ(0u, node(kCa3).ports[1].traffic.rcv_packets);
+  // Other SLs, and the same SL by another route (ca-3's answer), pass.
+  EXPECT_TRUE(route_data(s_, kCa2, 5, nullptr, kCa3, 3, &path));
+  EXPECT_FALSE(path.discarded);
+  EXPECT_TRUE(route_data(s_, kCa3, 4, nullptr, kCa2, 4, &path));
+  // The sending CA's own table mapping it to VL15: its port drops it.
+  node(kCa2).ports[1].qos.sl_to_vl[4] = shm::kVl15;
+  EXPECT_FALSE(route_data(s_, kCa2, 5, nullptr, kCa3, 4, &path));
+  EXPECT_TRUE(path.discarded);
+  EXPECT_EQ(kCa2, path.discard_node);
+  EXPECT_EQ(0u, path.links);
+}
+
+// IBA 18.2.4.3 over MLID 0xc005 (entry 5): sw-a sends it out of ports 2
+// and 7, sw-b out of 7 and 1, each never back by the port it came in.
+class MulticastRouteTest : public DataRouteTest {
+ protected:
+  static constexpr uint16_t kMlid = 0xc005;
+  void SetUp() override {
+    DataRouteTest::SetUp();
+    shm::SubnetLock lock(*state_);
+    set_mft(kSwA, {2, 7});
+    set_mft(kSwB, {7, 1});
+  }
+  void set_mft(unsigned sw, std::initializer_list<unsigned> ports) {
+    uint16_t* masks = node(sw).sw.mft[kMlid - 0xc000];
+    for (unsigned i = 0; i < shm::kMftPositions; ++i) masks[i] = 0;
+    for (unsigned p : ports) masks[p / 16] = static_cast<uint16_t>(masks[p / 16] | 1u << (p % 16));
+  }
+  uint64_t reach(unsigned from, uint16_t mlid = kMlid, uint8_t sl = 0) {
+    shm::SubnetLock lock(*state_);
+    return route_multicast(s_, from, mlid, sl);
+  }
+  static uint64_t bit(unsigned n) { return 1ull << n; }
+};
+
+TEST_F(MulticastRouteTest, ReachesTheCasOnTheTreeOnly) {
+  EXPECT_EQ(bit(kCa3), reach(kCa2));           // not dev: sw-a's port 1 is not in the entry
+  EXPECT_EQ(bit(kCa2) | bit(kCa3), reach(kDev));
+  EXPECT_EQ(bit(kCa2), reach(kCa3));           // back across by sw-b's 7, then sw-a's 2
+  // Another MLID's entry is empty: no switch forwards it.
+  EXPECT_EQ(0u, reach(kCa2, 0xc006));
+  // Not a multicast LID, the permissive LID, an entry beyond the cap, a switch as sender.
+  EXPECT_EQ(0u, reach(kCa2, 5));
+  EXPECT_EQ(0u, reach(kCa2, 0xffff));
+  EXPECT_EQ(0u, reach(kCa2, static_cast<uint16_t>(0xc000 + shm::kMftCap)));
+  EXPECT_EQ(0u, reach(kSwA));
+}
+
+TEST_F(MulticastRouteTest, ActivePortsAndUpLinksOnly) {
+  {
+    shm::SubnetLock lock(*state_);
+    node(kCa3).ports[1].port_state = kInit;
+  }
+  EXPECT_EQ(0u, reach(kCa2));
+  EXPECT_EQ(0u, reach(kCa3));  // nor from it
+  {
+    shm::SubnetLock lock(*state_);
+    node(kCa3).ports[1].port_state = kActive;
+    node(kSwA).ports[7].phys_disabled = 1;  // the link to sw-b goes down
+  }
+  EXPECT_EQ(0u, reach(kCa2));
+  EXPECT_EQ(bit(kCa2), reach(kDev));
+}
+
+TEST_F(MulticastRouteTest, TablesWithALoopForwardOncePerSwitch) {
+  {
+    shm::SubnetLock lock(*state_);
+    set_mft(kSwA, {1, 2, 7, 8});
+    set_mft(kSwB, {1, 7, 8});
+  }
+  EXPECT_EQ(bit(kDev) | bit(kCa3), reach(kCa2));
+}
+
+TEST_F(MulticastRouteTest, CountsEveryPortItCrossesAsMulticast) {
+  shm::SubnetLock lock(*state_);
+  EXPECT_EQ(bit(kCa2) | bit(kCa3), route_multicast(s_, kDev, kMlid, 2, 1, 100));
+  const uint64_t words = (100 + 24) / 4;
+  const auto sent = [&](unsigned n, unsigned port, uint64_t packets) {
+    const shm::SubnetTraffic& t = node(n).ports[port].traffic;
+    EXPECT_EQ(packets, t.xmit_packets) << "node " << n << " port " << port;
+    EXPECT_EQ(packets, t.mcast_xmit_packets) << "node " << n << " port " << port;
+    EXPECT_EQ(packets * words, t.xmit_words_sl[2]) << "node " << n << " port " << port;
+  };
+  const auto received = [&](unsigned n, unsigned port, uint64_t packets) {
+    const shm::SubnetTraffic& t = node(n).ports[port].traffic;
+    EXPECT_EQ(packets, t.rcv_packets) << "node " << n << " port " << port;
+    EXPECT_EQ(packets, t.mcast_rcv_packets) << "node " << n << " port " << port;
+    EXPECT_EQ(packets, t.rcv_packets_vl[2]) << "node " << n << " port " << port;  // SL 2 on VL 2 everywhere
+  };
+  sent(kDev, 1, 1);
+  received(kSwA, 1, 1);
+  sent(kSwA, 2, 1);
+  received(kCa2, 1, 1);
+  sent(kSwA, 7, 1);
+  received(kSwB, 7, 1);
+  sent(kSwB, 1, 1);
+  received(kCa3, 1, 1);
+  sent(kSwA, 8, 0);
+  sent(kSwB, 2, 0);
+  received(kSwA, 2, 0);
+  // Without packets it only asks: nothing more is counted.
+  route_multicast(s_, kDev, kMlid, 2);
+  sent(kDev, 1, 1);
+}
+
+TEST_F(MulticastRouteTest, ABranchOnVl15IsDroppedThereAlone) {
+  shm::SubnetLock lock(*state_);
+  uint8_t vls[16];
+  shm::unpack_sl2vl(node(kSwA).sw.sl2vl[1][7], vls);
+  vls[3] = shm::kVl15;
+  shm::pack_sl2vl(vls, node(kSwA).sw.sl2vl[1][7]);
+  EXPECT_EQ(bit(kCa2), route_multicast(s_, kDev, kMlid, 3, 4, 0));
+  EXPECT_EQ(4u, node(kSwA).ports[7].traffic.xmit_discards);
+  EXPECT_EQ(0u, node(kSwA).ports[7].traffic.xmit_packets);
+  EXPECT_EQ(0u, node(kSwB).ports[7].traffic.rcv_packets);
+  // From ca-2 the input port is 2: that table still carries SL 3.
+  EXPECT_EQ(bit(kCa3), route_multicast(s_, kCa2, kMlid, 3));
 }
 
 }  // namespace

@@ -17,6 +17,17 @@ void add_traffic(const shm::SubnetTraffic& t, PmaCounters* c) {
   c->v[kRcvData] += t.rcv_words;
   c->v[kOpRcvPkts] += t.rcv_packets;
   c->v[kOpRcvData] += t.rcv_words;
+  c->v[kXmitDiscards] += t.xmit_discards;
+  c->v[kMcastXmitPkts] += t.mcast_xmit_packets;
+  c->v[kMcastRcvPkts] += t.mcast_rcv_packets;
+  // Unlike the device's port (mad/pma_counters.cc), counted per VL as each
+  // link carried them: a switch's VL depends on the input port too.
+  for (unsigned i = 0; i < 16; ++i) {
+    c->v[kXmitDataSl0 + i] += t.xmit_words_sl[i];
+    c->v[kRcvDataSl0 + i] += t.rcv_words_sl[i];
+    c->v[kRcvPktsVl0 + i] += t.rcv_packets_vl[i];
+    c->v[kRcvDataVl0 + i] += t.rcv_words_vl[i];
+  }
 }
 
 // A Set's reset. PortOpRcvCounters resets on its own in the device's PMA;
@@ -26,6 +37,15 @@ void clear_traffic(const PmaMask& reset, shm::SubnetTraffic* t) {
   if (reset[kXmitData]) t->xmit_words = 0;
   if (reset[kRcvPkts] || reset[kOpRcvPkts]) t->rcv_packets = 0;
   if (reset[kRcvData] || reset[kOpRcvData]) t->rcv_words = 0;
+  if (reset[kXmitDiscards]) t->xmit_discards = 0;
+  if (reset[kMcastXmitPkts]) t->mcast_xmit_packets = 0;
+  if (reset[kMcastRcvPkts]) t->mcast_rcv_packets = 0;
+  for (unsigned i = 0; i < 16; ++i) {
+    if (reset[kXmitDataSl0 + i]) t->xmit_words_sl[i] = 0;
+    if (reset[kRcvDataSl0 + i]) t->rcv_words_sl[i] = 0;
+    if (reset[kRcvPktsVl0 + i]) t->rcv_packets_vl[i] = 0;
+    if (reset[kRcvDataVl0 + i]) t->rcv_words_vl[i] = 0;
+  }
 }
 
 // The PMA of node `node`, for the ports its PortSelect names.

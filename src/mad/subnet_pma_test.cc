@@ -247,6 +247,46 @@ TEST_F(SubnetPmaTest, PortsShowWhatTheOtherCasSentThroughThemAndResetIt) {
   EXPECT_EQ(t.rcv_packets | t.rcv_words | t.xmit_packets | t.xmit_words, 0u);
 }
 
+// Per SL and per VL, as the route counted them on each port it crossed
+// (mad/data_route.h), and the discards of a port whose SL2VL sent an SL
+// to VL15; a Set of each attribute clears its own.
+TEST_F(SubnetPmaTest, SwitchPortsShowTheOtherCasTrafficPerSlAndVlGolden) {
+  {
+    shm::SubnetLock lock(*state_);
+    shm::SubnetTraffic& t = state_->node(kSwB).ports[7].traffic;
+    t.xmit_words_sl[3] = 7, t.rcv_words_sl[4] = 9;
+    t.rcv_packets_vl[2] = 5, t.rcv_words_vl[2] = 300;
+    t.xmit_discards = 4;
+  }
+  Answer a = ask(pma(0x01, 0x0036, 7), kSwBLid);  // PortXmitDataSL
+  ASSERT_EQ(Status::get(a.out.data()), 0);
+  Bytes want(68, 0);
+  want[1] = 7, want[4 + 3 * 4 + 3] = 7;
+  EXPECT_EQ(data(a.out, 68), want);
+  a = ask(pma(0x01, 0x0037, 7), kSwBLid);  // PortRcvDataSL
+  want = Bytes(68, 0);
+  want[1] = 7, want[4 + 4 * 4 + 3] = 9;
+  EXPECT_EQ(data(a.out, 68), want);
+  a = ask(pma(0x01, 0x0019, 7), kSwBLid);  // PortVLOpPackets
+  want = Bytes(36, 0);
+  want[1] = 7, want[4 + 2 * 2 + 1] = 5;
+  EXPECT_EQ(data(a.out, 36), want);
+  a = ask(pma(0x01, 0x001a, 7), kSwBLid);  // PortVLOpData
+  want = Bytes(68, 0);
+  want[1] = 7, want[4 + 2 * 4 + 2] = 0x01, want[4 + 2 * 4 + 3] = 0x2c;
+  EXPECT_EQ(data(a.out, 68), want);
+  a = ask(pma(0x01, 0x0012, 7), kSwBLid);  // PortCounters: PortXmitDiscards
+  EXPECT_EQ(data(a.out, 16)[15], 4);
+  // Another port of the switch saw none of it.
+  a = ask(pma(0x01, 0x0019, 8), kSwBLid);
+  EXPECT_EQ(data(a.out, 36)[9], 0);
+  for (uint16_t attr : {0x0036, 0x0037, 0x0019, 0x001a, 0x0012})
+    ASSERT_EQ(Status::get(ask(pma(0x02, attr, 7, 0xffff), kSwBLid).out.data()), 0) << attr;
+  shm::SubnetLock lock(*state_);
+  const shm::SubnetTraffic& t = state_->node(kSwB).ports[7].traffic;
+  EXPECT_EQ(t.xmit_words_sl[3] | t.rcv_words_sl[4] | t.rcv_packets_vl[2] | t.rcv_words_vl[2] | t.xmit_discards, 0u);
+}
+
 TEST_F(SubnetPmaTest, TheDevicesCaAnswersForItsPortsThroughPort2sLid) {
   // dev's port 2 has no link: nothing reaches its LID.
   EXPECT_EQ(ask(pma(0x01, 0x0012, 1), kDevPort2Lid).d, Disposition::kDrop);

@@ -18,7 +18,7 @@
 namespace softverbs::shm {
 namespace {
 
-constexpr uint64_t kSubnetMagic = 0x5356'5355'424e'0006ull;  // "SVSUBN", version 6 (SubnetSwitch::sl2vl, SubnetPort::pkeys, SubnetPort::traffic)
+constexpr uint64_t kSubnetMagic = 0x5356'5355'424e'0008ull;  // "SVSUBN", version 8 (SubnetTraffic per SL and VL, discards, multicast)
 static_assert(std::is_trivially_copyable_v<SubnetNode>, "the file is shared memory");
 
 void init_file(SubnetFile* f) {

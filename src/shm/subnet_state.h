@@ -42,13 +42,22 @@ inline constexpr uint8_t kLftUnset = 0xff;        // no route: the packet is dro
 
 // What the topology's other CAs sent through a port (issue 19: the data
 // path between them, mad/data_route.h), raw since the last PMA reset of
-// each counter: packets and 4-octet words as PortXmitData counts them.
-// The device's own traffic between its QPs is the segment's, never here.
+// each counter: packets and 4-octet words as PortXmitData counts them,
+// also per SL (PortXmitDataSL, PortRcvDataSL) and, received, per VL the
+// link carried them on (PortVLOpPackets, PortVLOpData). The device's own
+// traffic between its QPs is the segment's, never here.
 struct SubnetTraffic {
   uint64_t xmit_packets = 0;
   uint64_t xmit_words = 0;
   uint64_t rcv_packets = 0;
   uint64_t rcv_words = 0;
+  uint64_t xmit_discards = 0;  // IBA 7.6.6: dropped here for an SL on VL15
+  uint64_t mcast_xmit_packets = 0;  // of the packets, those to a multicast LID
+  uint64_t mcast_rcv_packets = 0;
+  uint64_t xmit_words_sl[16] = {};
+  uint64_t rcv_words_sl[16] = {};
+  uint64_t rcv_packets_vl[16] = {};
+  uint64_t rcv_words_vl[16] = {};
 };
 
 struct SubnetPort {

@@ -48,6 +48,10 @@
 # ibv_rc_pingpong between two of them following the routes opensm
 # programmed (failing before it, and across a disabled switch port),
 # counted by perfquery on the switch ports of their route alone.
+# route-sl: that traffic per SL and per VL (perfquery -X/-S, --vloppackets)
+# as each hop's SL2VL table maps it, and dropped where one maps it to VL15.
+# mcast-route: UD multicast between the CAs through the switches'
+# MulticastForwardingTables (set by SMPs), reaching only the CAs on them.
 set -euo pipefail
 lib=$1
 scenario=$2
@@ -177,6 +181,40 @@ perf_pair() {
     { cat "$work/$name.client" "$work/$name.server" >&2; fail "$tool $* reported an error"; }
 }
 
+# Between the topology's CAs (multi-ca, route-sl): Debian's ibv_rc_pingpong
+# (or $pp_tool) with its server on one device and its client on another.
+pingpong_ca() {  # NAME SERVER_DEVICE CLIENT_DEVICE [ARGS...]: the client's exit status
+  local name=$1 sdev=$2 cdev=$3 port rc=0
+  shift 3
+  port=$(free_tcp_port 19300)
+  timeout 30 "${pp_tool:-ibv_rc_pingpong}" -d "$sdev" -p "$port" -n 5 "$@" >"$work/$name.server" 2>&1 &
+  server=$!
+  for _ in $(seq 50); do
+    rc=0
+    timeout 30 "${pp_tool:-ibv_rc_pingpong}" -d "$cdev" -p "$port" -n 5 "$@" localhost >"$work/$name.client" 2>&1 || rc=$?
+    grep -q "Couldn't connect" "$work/$name.client" || break
+    sleep 0.1
+  done
+  kill "$server" 2>/dev/null || true
+  wait "$server" 2>/dev/null || true
+  server=
+  return $rc
+}
+# must_fail NAME SERVER CLIENT: the client's requests are lost on the
+# way, so retry-exceeded within 10 s.
+must_fail() {
+  local start elapsed_ms
+  start=$(date +%s%N)
+  ! pingpong_ca "$@" || { cat "$work/$1.client" >&2; fail "$1: ibv_rc_pingpong $2 <- $3 passed"; }
+  elapsed_ms=$(( ($(date +%s%N) - start) / 1000000 ))
+  grep -qi 'retry.*exceeded\|RETRY_EXC' "$work/$1.client" || { cat "$work/$1.client" >&2; fail "$1: no retry-exceeded error"; }
+  [ "$elapsed_ms" -lt 10000 ] || fail "$1: took ${elapsed_ms} ms to fail"
+  echo "$1 ($2 <- $3): $(grep -m1 -i 'retry' "$work/$1.client") (${elapsed_ms} ms)"
+}
+must_pass() {
+  pingpong_ca "$@" || { cat "$work/$1.client" "$work/$1.server" >&2; fail "$1: ibv_rc_pingpong $2 <- $3 failed"; }
+  echo "$1 ($2 <- $3 ${*:4}): $(tail -n 1 "$work/$1.client")"
+}
 case $scenario in
   discover)
     # One hop: the first switch, reached through its port 1.
@@ -906,38 +944,6 @@ case $scenario in
     command -v ibportstate >/dev/null && command -v ibtracert >/dev/null ||
       { echo "SKIP: infiniband-diags is not installed"; exit 77; }
     . "$(dirname "$0")/ports.sh"
-    pingpong_ca() {  # NAME SERVER_DEVICE CLIENT_DEVICE [ARGS...]: the client's exit status
-      local name=$1 sdev=$2 cdev=$3 port rc=0
-      shift 3
-      port=$(free_tcp_port 19300)
-      timeout 30 "${pp_tool:-ibv_rc_pingpong}" -d "$sdev" -p "$port" -n 5 "$@" >"$work/$name.server" 2>&1 &
-      server=$!
-      for _ in $(seq 50); do
-        rc=0
-        timeout 30 "${pp_tool:-ibv_rc_pingpong}" -d "$cdev" -p "$port" -n 5 "$@" localhost >"$work/$name.client" 2>&1 || rc=$?
-        grep -q "Couldn't connect" "$work/$name.client" || break
-        sleep 0.1
-      done
-      kill "$server" 2>/dev/null || true
-      wait "$server" 2>/dev/null || true
-      server=
-      return $rc
-    }
-    # must_fail NAME SERVER CLIENT: the client's requests are lost on the
-    # way, so retry-exceeded within 10 s.
-    must_fail() {
-      local start elapsed_ms
-      start=$(date +%s%N)
-      ! pingpong_ca "$@" || { cat "$work/$1.client" >&2; fail "$1: ibv_rc_pingpong $2 <- $3 passed"; }
-      elapsed_ms=$(( ($(date +%s%N) - start) / 1000000 ))
-      grep -qi 'retry.*exceeded\|RETRY_EXC' "$work/$1.client" || { cat "$work/$1.client" >&2; fail "$1: no retry-exceeded error"; }
-      [ "$elapsed_ms" -lt 10000 ] || fail "$1: took ${elapsed_ms} ms to fail"
-      echo "$1 ($2 <- $3): $(grep -m1 -i 'retry' "$work/$1.client") (${elapsed_ms} ms)"
-    }
-    must_pass() {
-      pingpong_ca "$@" || { cat "$work/$1.client" "$work/$1.server" >&2; fail "$1: ibv_rc_pingpong $2 <- $3 failed"; }
-      echo "$1 ($2 <- $3 ${*:4}): $(tail -n 1 "$work/$1.client")"
-    }
     run devs ibv_devices
     for d in softverbs0 softverbs1 softverbs2 softverbs3; do
       grep -q "^[[:space:]]*$d[[:space:]]" "$work/devs" || { cat "$work/devs" >&2; fail "ibv_devices does not list $d"; }
@@ -1044,6 +1050,129 @@ case $scenario in
     # for its answers without a timer of its own).
     must_fail pp2 softverbs2 softverbs1
     must_pass pp3 softverbs0 softverbs1
+    ;;
+  route-sl)
+    # The other CAs' traffic per SL and VL on each port of its route
+    # (src/mad/data_route.h): the switches' SL2VL tables from the file
+    # (qos_swe_sl2vl: SL 1 on VL 2, SL 15 on VL15; opensm -o without qos
+    # keeps them) choose the VL of each link out of a switch, the sending
+    # CA's table (the default: SL 1 on VL 1) the first. ibv_rc_pingpong -l 1
+    # between softverbs1 and softverbs2 then shows in perfquery -X/-S and
+    # --vloppackets on the switch ports; with -l 15 the first switch port
+    # drops it (PortXmitDiscards) and RC ends in retry-exceeded.
+    command -v ibv_rc_pingpong >/dev/null || { echo "SKIP: ibverbs-utils is not installed"; exit 77; }
+    command -v ibtracert >/dev/null || { echo "SKIP: infiniband-diags is not installed"; exit 77; }
+    . "$(dirname "$0")/ports.sh"
+    { echo '# softverbs: qos_swe_sl2vl 3,2,1,0,3,2,1,0,3,2,1,0,3,2,1,15'; cat "$work/fabric.net"; } >"$work/slvl.net"
+    export SOFTVERBS_TOPOLOGY=$work/slvl.net
+    sm_sweep
+    run net ibnetdiscover
+    lid1=$(lid_of host-1)
+    lid2=$(lid_of host-2)
+    leafa=$(lid_of leaf-a)
+    leafb=$(lid_of leaf-b)
+    [ -n "$lid1" ] && [ -n "$lid2" ] && [ -n "$leafa" ] && [ -n "$leafb" ] || { cat "$work/net" >&2; fail "no LIDs"; }
+    # out_port FROM_LID TO_LID SWITCH: the port ibtracert's route leaves SWITCH by.
+    out_port() {
+      run tr ibtracert "$1" "$2"
+      awk -v sw="\"$3\"" 'at && match($0, /^\[[0-9]+\]/) { print substr($0, 2, RLENGTH - 2); exit } { at = index($0, sw) > 0 }' "$work/tr"
+    }
+    hop=$(out_port "$lid1" "$lid2" leaf-a)
+    back=$(out_port "$lid2" "$lid1" leaf-b)
+    [ "${hop:-0}" -ge 7 ] && [ "${back:-0}" -ge 7 ] || { cat "$work/tr" >&2; fail "ibtracert: no inter-switch hop"; }
+    must_pass sl1 softverbs1 softverbs2 -l 1
+    # host-1 -> host-2: into leaf-a port 2 on VL 1, across to leaf-b on VL 2.
+    run a2 perfquery --vloppackets "$leafa" 2
+    run a2sl perfquery -S "$leafa" 2
+    run bhop perfquery --vloppackets "$leafb" "$hop"
+    run b1sl perfquery -X "$leafb" 1
+    [ "$(field "$work/a2" PortVLOpPackets1)" -ge 5 ] || { cat "$work/a2" >&2; fail "leaf-a port 2 received nothing on VL 1"; }
+    [ "$(field "$work/a2sl" RcvDataSL1)" -gt 0 ] || { cat "$work/a2sl" >&2; fail "leaf-a port 2: no RcvDataSL1"; }
+    [ "$(field "$work/bhop" PortVLOpPackets2)" -ge 5 ] || { cat "$work/bhop" >&2; fail "leaf-b port $hop received nothing on VL 2"; }
+    for vl in 0 1 3 4 5 6 7; do expect "$work/bhop" "PortVLOpPackets$vl" 0; done
+    [ "$(field "$work/b1sl" XmtDataSL1)" -gt 0 ] && [ "$(field "$work/b1sl" XmtDataSL0)" = 0 ] ||
+      { cat "$work/b1sl" >&2; fail "leaf-b port 1: XmtDataSL1 not counted alone"; }
+    echo "SL 1: leaf-a port 2 VL1 $(field "$work/a2" PortVLOpPackets1) packets; leaf-b port $hop VL2 $(field "$work/bhop" PortVLOpPackets2); leaf-b port 1 XmtDataSL1 $(field "$work/b1sl" XmtDataSL1)"
+    run d0 perfquery "$leafb" "$back"
+    before=$(field "$work/d0" PortXmitDiscards)
+    # host-2 sends first: leaf-b's port toward leaf-a maps SL 15 to VL15.
+    must_fail sl15 softverbs1 softverbs2 -l 15
+    run d1 perfquery "$leafb" "$back"
+    [ "$(field "$work/d1" PortXmitDiscards)" -gt "$before" ] ||
+      { cat "$work/d1" >&2; fail "leaf-b port $back did not count the SL 15 discards"; }
+    echo "SL 15: leaf-b port $back PortXmitDiscards $before -> $(field "$work/d1" PortXmitDiscards)"
+    ;;
+  mcast-route)
+    # IBA 18.2.4.3: a UD multicast datagram from softverbs1 (host-1, on
+    # leaf-a port 2) reaches a QP attached to the group on another CA only
+    # where the switches' MulticastForwardingTables carry it (set here by
+    # SMPs: tests/conformance/mcast_route.cc), a QP on its own CA always.
+    # With no entry no other CA gets it; with leaf-a -> 2, 7 and leaf-b ->
+    # 7, 1, host-2 (softverbs2) does and host-0 (softverbs0, leaf-a port 1)
+    # does not, and leaf-b port 1 counts it as multicast; without leaf-b's
+    # port 1 host-2 no longer does; back from softverbs2 it reaches
+    # softverbs1 alone. Then the same through opensm's SA (below).
+    tool=$lib/../bin/softverbs_mcast_route
+    [ -x "$tool" ] || fail "no $tool"
+    sm_sweep
+    run net ibnetdiscover
+    leafa=$(lid_of leaf-a)
+    leafb=$(lid_of leaf-b)
+    [ -n "$leafa" ] && [ -n "$leafb" ] || { cat "$work/net" >&2; fail "no switch LIDs"; }
+    mlid=0xc010
+    got() {  # NAME DEVICE: what DEVICE's QP received in run NAME
+      awk -v d="$2" '$1 == d { print $2 }' "$work/$1"
+    }
+    expect_got() {  # NAME DEVICE COUNT
+      [ "$(got "$1" "$2")" = "$3" ] || { cat "$work/$1" >&2; fail "$1: $2 received '$(got "$1" "$2")', expected $3"; }
+    }
+    run none "$tool" send softverbs1 $mlid 5 softverbs0 softverbs1 softverbs2
+    expect_got none softverbs1 5
+    expect_got none softverbs0 0
+    expect_got none softverbs2 0
+    [ "$(lid_of leaf-b)" = "$leafb" ] || fail "leaf-b's LID moved"
+    run mfta "$tool" mft "$leafa" $mlid 2 7
+    run mftb "$tool" mft "$leafb" $mlid 7 1
+    run pq0 perfquery -x "$leafb" 1
+    before=$(field "$work/pq0" PortMulticastXmitPkts)
+    run tree "$tool" send softverbs1 $mlid 5 softverbs0 softverbs1 softverbs2
+    expect_got tree softverbs1 5
+    expect_got tree softverbs2 5
+    expect_got tree softverbs0 0
+    run pq1 perfquery -x "$leafb" 1
+    [ "$(( $(field "$work/pq1" PortMulticastXmitPkts) - before ))" -ge 5 ] ||
+      { cat "$work/pq1" >&2; fail "leaf-b port 1 did not count 5 multicast packets"; }
+    echo "tree: softverbs2 $(got tree softverbs2), softverbs0 $(got tree softverbs0); leaf-b port 1 PortMulticastXmitPkts $before -> $(field "$work/pq1" PortMulticastXmitPkts)"
+    run mftb2 "$tool" mft "$leafb" $mlid 7
+    run cut "$tool" send softverbs1 $mlid 5 softverbs1 softverbs2
+    expect_got cut softverbs1 5
+    expect_got cut softverbs2 0
+    run mftb3 "$tool" mft "$leafb" $mlid 7 1
+    run back "$tool" send softverbs2 $mlid 5 softverbs0 softverbs1
+    expect_got back softverbs1 5
+    expect_got back softverbs0 0
+    echo "leaf-b without port 1: softverbs2 $(got cut softverbs2); from softverbs2: softverbs1 $(got back softverbs1), softverbs0 $(got back softverbs0)"
+    # Through the SA: opensm running, softverbs1's and softverbs2's ports
+    # joined by proxy from softverbs0 (they open no MAD port); opensm
+    # programs the MLID it hands out into both switches' MFTs, and the
+    # datagrams reach softverbs2 but not softverbs0, which did not join.
+    sm_start
+    run smi sminfo
+    smlid=$(awk '{ print $4; exit }' "$work/smi")
+    run join2 "$tool" join softverbs2 "$smlid" 0x1234
+    run join1 "$tool" join softverbs1 "$smlid" 0x1234
+    samlid=$(cat "$work/join2")
+    [ "$(cat "$work/join1")" = "$samlid" ] || fail "the two joins got MLIDs $samlid and $(cat "$work/join1")"
+    for _ in $(seq 50); do
+      run mftdump ibroute -M "$leafb"
+      grep -qi "^$samlid " "$work/mftdump" && break
+      sleep 0.2
+    done
+    grep -qi "^$samlid " "$work/mftdump" || { cat "$work/mftdump" >&2; fail "opensm did not program $samlid into leaf-b"; }
+    run sa "$tool" send softverbs1 "$samlid" 5 softverbs0 softverbs2
+    expect_got sa softverbs2 5
+    expect_got sa softverbs0 0
+    echo "SA join: MLID $samlid; softverbs2 $(got sa softverbs2), softverbs0 $(got sa softverbs0)"
     ;;
   *) fail "unknown scenario" ;;
 esac

@@ -66,22 +66,32 @@ bool subnet_carries(const softverbs::shm::Segment& seg, uint8_t from, const ibv_
                     softverbs::fabric::SubnetSource* source) {
   uint64_t guid = 0;
   const bool carried = softverbs::mad::ca_device_carries(seg, from, ah.dlid, ah.is_global ? ah.grh.dgid.raw + 8 : nullptr,
-                                                          to, &source->lid, &guid);
+                                                          to, ah.sl, &source->lid, &guid);
   const uint64_t be = htobe64(guid);
   std::memcpy(source->port_guid, &be, sizeof be);
   return carried;
 }
 
 // The host link's count of what the subnet carried (fabric::SubnetCount).
-void subnet_counts(const softverbs::shm::Segment& seg, uint8_t from, uint16_t dlid, uint8_t to, uint32_t packets,
-                   uint64_t bytes) {
-  softverbs::mad::ca_device_count_traffic(seg, from, dlid, to, packets, bytes);
+void subnet_counts(const softverbs::shm::Segment& seg, uint8_t from, uint16_t dlid, uint8_t to, uint8_t sl,
+                   uint32_t packets, uint64_t bytes) {
+  softverbs::mad::ca_device_count_traffic(seg, from, dlid, to, sl, packets, bytes);
+}
+
+// Which CAs the subnet carries a multicast datagram to (fabric::SubnetMulticast).
+uint64_t subnet_multicast(const softverbs::shm::Segment& seg, uint8_t from, uint16_t mlid, uint8_t sl,
+                          uint32_t packets, uint64_t bytes, softverbs::fabric::SubnetSource* source) {
+  uint64_t guid = 0;
+  const uint64_t reached = softverbs::mad::ca_device_multicast(seg, from, mlid, sl, packets, bytes, &source->lid, &guid);
+  const uint64_t be = htobe64(guid);
+  std::memcpy(source->port_guid, &be, sizeof be);
+  return reached;
 }
 
 // How many devices the process lists: 1, or with a topology 1 + its other CAs.
 unsigned device_count(const softverbs::shm::Segment& seg) {
   if (softverbs::mad::loaded_subnet_of(seg) == nullptr) return 1;
-  softverbs::fabric::set_subnet_route(subnet_carries, subnet_counts);
+  softverbs::fabric::set_subnet_route(subnet_carries, subnet_counts, subnet_multicast);
   softverbs::verbs::set_subnet_pkey_at(softverbs::mad::ca_device_pkey);
   return std::min(softverbs::mad::ca_device_count(seg), kMaxDevices);
 }

@@ -97,6 +97,7 @@ struct Target {
 // With a topology (issue 19): between two QPs of the device's own CA as
 // without one; with another CA's at either end the subnet decides, on the
 // management plane's slow path, so such a request is never placed at post.
+constexpr const char* kNotCarried = "the subnet does not carry it there";
 [[gnu::noinline]] const char* route_in_subnet(const shm::Segment& seg, const transport::SendSide& s,
                                               const ibv_ah_attr& ah, bool at_post, Target* out) {
   const uint8_t to_ca = seg.qp(out->slot).ca;
@@ -104,7 +105,7 @@ struct Target {
   if (at_post) return "left to transmit: the subnet decides";
   const SubnetRoute carries = subnet_route();
   if (carries == nullptr || ah.port_num != 1) return "destination not on this host";
-  if (!carries(seg, s.qp.ca, ah, to_ca, &out->source)) return "the subnet does not carry it there";
+  if (!carries(seg, s.qp.ca, ah, to_ca, &out->source)) return kNotCarried;
   out->subnet = true;
   return nullptr;
 }
@@ -114,15 +115,17 @@ struct Target {
 [[gnu::noinline, gnu::cold]] void count_in_subnet(const transport::SendSide& s, const ibv_ah_attr& ah,
                                                   const Target& t, uint32_t packets, uint64_t bytes) {
   if (const SubnetCount count = subnet_count())
-    count(*s.qp.seg, s.qp.ca, ah.dlid, s.qp.seg->qp(t.slot).ca, packets, bytes);
+    count(*s.qp.seg, s.qp.ca, ah.dlid, s.qp.seg->qp(t.slot).ca, ah.sl, packets, bytes);
 }
 // The answer to it goes back to the requester's LID by the routes from the
-// responder's port (which may take other links). A READ's carries its data.
+// responder's port (which may take other links), on the responder's SL. A
+// READ's carries its data.
 [[gnu::noinline, gnu::cold]] void count_answer_in_subnet(const transport::SendSide& s, const Target& t,
                                                          uint64_t read_bytes) {
   const uint32_t packets = read_bytes == 0 ? 1 : transport::message_packets(read_bytes, s.conn.mtu);
   if (const SubnetCount count = subnet_count())
-    count(*s.qp.seg, s.qp.seg->qp(t.slot).ca, t.source.lid, s.qp.ca, packets, read_bytes);
+    count(*s.qp.seg, s.qp.seg->qp(t.slot).ca, t.source.lid, s.qp.ca,
+          s.qp.seg->qp(t.slot).sl.load(std::memory_order_relaxed), packets, read_bytes);
 }
 
 [[gnu::always_inline]] inline const char* route(shm::Segment& seg, const transport::SendSide& s, const ibv_ah_attr& ah, uint32_t dest_qpn,
@@ -203,17 +206,37 @@ bool multicast_key(const ibv_ah_attr& ah, uint32_t dest_qpn, McastKey* key) {
   return !port().roce && shm::is_multicast_lid(ah.dlid);
 }
 
+// Where a multicast datagram goes with a topology (issue 19): QPs of the
+// sender's CA get it as without one; another CA's only when the switches'
+// multicast forwarding tables carried it there (fabric::SubnetMulticast).
+struct McastRoute {
+  bool subnet = false;   // other CAs' QPs only where `reached` says
+  bool sourced = false;  // the subnet counted it and `source` is the sender's port
+  uint64_t reached = 0;  // bit k: CA k's port received it
+  SubnetSource source{};
+};
+
 // A copy of `req` to each QP attached to the group, in whichever process of
 // this host: each its own datagram, as the switch's replicas would be. A QP
 // created with IBV_QP_CREATE_BLOCK_SELF_MCAST_LB does not get its own. A
 // datagram without a GRH (addressed by MLID) gets one naming the group's
 // MGID, so every member sees the group it came through.
 [[gnu::noinline]] void deliver_multicast(transport::SendSide& s, transport::Request& req, const McastKey& key,
-                                         const ibv_ah_attr& ah) {
+                                         const ibv_ah_attr& ah, const McastRoute& route) {
   shm::Segment& seg = *s.qp.seg;
   uint8_t grh[wire::kUdGrhBytes];
+  uint8_t sent_grh[wire::kUdGrhBytes];
   wire::UdGrhFields fields;
   fields.sgid = own_gid(seg, ah.grh.sgid_index);
+  if (route.sourced) {
+    // Another CA's datagram names its own port in the SGID (GRH bytes 16-23: the interface ID).
+    std::memcpy(fields.sgid.data() + 8, route.source.port_guid, 8);
+    if (req.with_grh) {
+      std::memcpy(sent_grh, req.grh, sizeof sent_grh);
+      std::memcpy(sent_grh + 16, route.source.port_guid, 8);
+      req.grh = sent_grh;
+    }
+  }
   fields.hop_limit = ah.grh.hop_limit;
   fields.ib_length = 12 + 8 + req.payload.bytes + 4;  // BTH, DETH, payload, ICRC
   shm::QpCounters& counts = s.qp.shared->counters;
@@ -222,6 +245,10 @@ bool multicast_key(const ibv_ah_attr& ah, uint32_t dest_qpn, McastKey* key) {
     if (qpn == s.qp.qpn && block_self) return;
     const int slot = transport::qp_slot_of(seg, qpn);
     if (slot < 0) return;  // gone since it attached
+    const uint8_t ca = seg.qp(static_cast<uint32_t>(slot)).ca;
+    // IBA 18.2.4.3: another CA gets it only through the switches.
+    const bool crossed = route.subnet && ca != s.qp.ca;
+    if (crossed && (ca >= 64 || (route.reached >> ca & 1) == 0)) return;
     const shm::OwnerId owner = seg.qp(static_cast<uint32_t>(slot)).owner;
     const bool local = owner == s.qp.self;
     if (!local && !shm::process_alive(seg, owner)) return;
@@ -236,11 +263,47 @@ bool multicast_key(const ibv_ah_attr& ah, uint32_t dest_qpn, McastKey* key) {
     transport::LocalMemory local_mem;
     PeerMemory peer_mem(seg, owner);
     transport::TargetMemory& mem = local ? static_cast<transport::TargetMemory&>(local_mem) : peer_mem;
-    shm::add_single_writer(counts.port_rcv_packets, req.packets);
-    shm::add_single_writer(counts.port_rcv_bytes, req.payload.bytes);
+    if (!crossed) {  // the subnet's ports counted what crossed them
+      shm::add_single_writer(counts.port_rcv_packets, req.packets);
+      shm::add_single_writer(counts.port_rcv_bytes, req.payload.bytes);
+    }
     transport::respond(seg, static_cast<uint32_t>(slot), req, mem, *s.qp.notifier);
     if (!local) note_path(s, peer_mem);
   });
+}
+
+// A UD datagram to a multicast group, once the fault injector let it leave:
+// counted where it crossed (the device's port, or with a topology the
+// subnet's ports on its way), then delivered. UD completes once sent.
+[[gnu::noinline, gnu::cold]] ibv_wc_status send_multicast(transport::SendSide& s, transport::Request& req,
+                                                          const McastKey& key, const ibv_ah_attr& ah, bool corrupt) {
+  shm::QpCounters& counts = s.qp.shared->counters;
+  McastRoute route;
+  route.subnet = s.qp.subnet;
+  if (route.subnet) {
+    if (const SubnetMulticast carries = subnet_multicast()) {
+      // The packet's DLID is the AH's: one that is no multicast LID reaches no switch's MFT.
+      route.reached = carries(*s.qp.seg, s.qp.ca, ah.dlid, ah.sl, req.packets, req.payload.bytes, &route.source);
+      route.sourced = true;
+      req.slid = route.source.lid;
+    }
+  }
+  if (!route.sourced) {
+    shm::add_single_writer(counts.port_xmit_packets, req.packets);
+    shm::add_single_writer(counts.port_xmit_bytes, req.payload.bytes);
+  }
+  if (corrupt) {
+    // As a unicast request's (transmit): received, failing its ICRC.
+    if (!route.sourced) {
+      shm::add_single_writer(counts.port_rcv_packets, req.packets);
+      shm::add_single_writer(counts.port_rcv_bytes, req.payload.bytes);
+    }
+    s.qp.notifier->port_counters().faults_corrupted.fetch_add(1, std::memory_order_relaxed);
+    s.qp.notifier->port_counters().icrc_errors.fetch_add(1, std::memory_order_relaxed);
+    return IBV_WC_SUCCESS;
+  }
+  deliver_multicast(s, req, key, ah, route);
+  return IBV_WC_SUCCESS;
 }
 
 }  // namespace
@@ -335,6 +398,9 @@ ibv_wc_status HostFabric::transmit(transport::SendSide& s, transport::SendWqe& w
     // Its QPs are found at delivery.
   } else if (const char* why = route(seg, s, ah, dest_qpn, false, &target)) {
     SV_LOG_RATELIMITED(kDebug, "QP %#x to QP %#x: %s", s.qp.qpn, dest_qpn, why);
+    // A switch port that discarded it (its SL on VL15) counts it.
+    if (why == kNotCarried) [[unlikely]]
+      count_in_subnet(s, ah, target, w.packets, op->kind == ReqKind::kSend || op->kind == ReqKind::kWrite ? list.bytes : 0);
     return IBV_WC_SUCCESS;  // lost on the way: the requester's timer decides
   }
 
@@ -399,6 +465,8 @@ ibv_wc_status HostFabric::transmit(transport::SendSide& s, transport::SendWqe& w
     s.qp.notifier->port_counters().faults_dropped.fetch_add(1, std::memory_order_relaxed);
     return IBV_WC_SUCCESS;  // never arrived: the requester's timer decides
   }
+  if (multicast) [[unlikely]]
+    return send_multicast(s, req, mcast, ah, fault.corrupt_request);
   if (target.subnet) [[unlikely]] {
     count_in_subnet(s, ah, target, w.packets, req.payload.bytes);
   } else {
@@ -415,10 +483,6 @@ ibv_wc_status HostFabric::transmit(transport::SendSide& s, transport::SendWqe& w
     s.qp.notifier->port_counters().faults_corrupted.fetch_add(1, std::memory_order_relaxed);
     s.qp.notifier->port_counters().icrc_errors.fetch_add(1, std::memory_order_relaxed);
     return IBV_WC_SUCCESS;
-  }
-  if (multicast) {
-    deliver_multicast(s, req, mcast, ah);
-    return IBV_WC_SUCCESS;  // UD: complete once sent
   }
 
   transport::LocalMemory local_mem;

@@ -92,8 +92,11 @@ Status Segment::map(int fd, bool create) {
   base_ = static_cast<char*>(p);
   SegmentHeader& h = header();
   if (create || h.magic.load(std::memory_order_acquire) != kMagic) {
-    // Fresh file (or one whose creator died half way): lay it out.
-    std::memset(base_, 0, Layout::kArena);
+    // Fresh file (or one whose creator died half way): lay it out. A file
+    // just truncated and extended reads as zeros already; writing them again
+    // would fault in every page of the tables at once (tens of megabytes,
+    // four times that in a TSan build's shadow).
+    if (!create) std::memset(base_, 0, Layout::kArena);
     new (&h) SegmentHeader();
     h.layout_version = kLayoutVersion;
     h.segment_bytes = Layout::kTotal;

@@ -237,9 +237,18 @@ Disposition answer_mad(const shm::Segment& seg, const uint8_t* in, size_t len, u
       // With a topology the device's CA has the topology's ports, as for the SMA.
       const LoadedSubnet& l = loaded_subnet(seg);
       if (l.state != nullptr) return answer_pma_in_subnet(seg, l, in, len, nullptr, out);
-      const PmaCounters raw = raw_pma_counters(seg);
+      PmaCounters raw = raw_pma_counters(seg);
       PmaMask reset;
-      const Disposition d = answer_pma(pma_counters(seg), in, len, out, &reset);
+      std::atomic<uint32_t>& op_select = seg.header().op_select;
+      uint32_t select = op_select.load(std::memory_order_acquire);
+      const uint32_t was = select;
+      const Disposition d = answer_pma(since_reset(raw, pma_baseline(seg)), in, len, out, &reset, &select);
+      if (select != was) {
+        // A new OpCode changes what its counters count: their zero is what
+        // they count from now on.
+        op_select.store(select, std::memory_order_release);
+        raw = raw_pma_counters(seg);
+      }
       reset_pma_counters(seg, raw, reset);
       return d;
     }

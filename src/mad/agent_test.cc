@@ -13,6 +13,7 @@
 #include "mad/mad_layout.h"
 #include "mad/pma_counters.h"
 #include "mad/vl15_buffer.h"
+#include "shm/op_select.h"
 #include "shm/port_pkeys.h"
 #include "shm/port_qos.h"
 #include "util/time.h"
@@ -110,9 +111,12 @@ TEST_F(AgentTest, PerVlCountsFollowTheSl2VlTableWhenRead) {
   out = pma_get(0x001a);
   EXPECT_EQ(Vl3Data::get(out.data()), 700u);
   EXPECT_EQ(Vl6Data::get(out.data()), 200u);
-  // A reset of VL3's packets: data kept, packets count from here.
+  // A reset of VL3's packets: data kept. Its OpCode (0: perfquery's, RC
+  // SEND FIRST) is applied: the packets count that opcode's from here.
   pma_get(0x0019, 0x02, 1u << 3);
+  EXPECT_EQ(h.op_select.load(), shm::with_op(0, shm::OpSelector::kVlOpPackets, 0x00));
   h.port.rcv_packets_sl[3] = 10;
+  h.port.vl_op_packets_sl[3] = 3;
   PmaCounters c = pma_counters(*seg_);
   EXPECT_EQ(c.v[kRcvPktsVl0 + 3], 3u);
   EXPECT_EQ(c.v[kRcvDataVl0 + 3], 700u);

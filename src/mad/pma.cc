@@ -4,6 +4,7 @@
 #include <cstring>
 
 #include "mad/mad_layout.h"
+#include "shm/op_select.h"
 
 namespace softverbs::mad {
 namespace {
@@ -75,7 +76,7 @@ constexpr int kXmitDiscard[4] = {kInactiveDiscards,
 
 // IBA 16.1.4, attributes 0x17-0x1B (the layouts libibmad decodes):
 // PortOpRcvCounters, PortFlowCtlCounters and the per-VL ones put an OpCode
-// (the Op ones; echoed, not applied: every opcode is counted) before
+// (the Op ones: the BTH opcode counted, select_opcode below) before
 // PortSelect, and their counters after CounterSelect.
 namespace op_counters {
 using OpCode = BeField<0, 1>;
@@ -121,8 +122,9 @@ MadStatus answer_per_lane(const PmaCounters& now, bool set, unsigned first, cons
   PortSelect::set(d, port);
   CounterSelect::set(d, select);
   for (unsigned n = 0; n < 16; ++n) {
-    const bool cleared = set && (select & (1u << n)) != 0;
-    if (cleared) reset->set(first + n);
+    if (set && (select & (1u << n)) != 0) reset->set(first + n);
+    // Cleared by CounterSelect, or restarted by a new OpCode.
+    const bool cleared = reset->test(first + n);
     Counter::set(d + kFirst + Width * n, cleared ? 0 : std::min<uint64_t>(now.v[first + n], Counter::kMask));
   }
   return MadStatus::kOk;
@@ -140,12 +142,35 @@ MadStatus answer_details(const PmaCounters& now, bool set, const int* fields, un
   per_lane::CounterSelect::set(d, select);
   for (unsigned i = 0; i < n; ++i) {
     if (fields[i] < 0) continue;
-    const bool cleared = set && (select & (1u << i)) != 0;
-    if (cleared) reset->set(static_cast<size_t>(fields[i]));
+    if (set && (select & (1u << i)) != 0) reset->set(static_cast<size_t>(fields[i]));
+    const bool cleared = reset->test(static_cast<size_t>(fields[i]));
     Counter::set(d + details::kFirst + Width * i,
                  cleared ? 0 : std::min<uint64_t>(now.v[fields[i]], Counter::kMask));
   }
   return MadStatus::kOk;
+}
+
+// The OpCode of PortOpRcvCounters, PortVLOpPackets or PortVLOpData (IBA
+// 16.1.4): a Set's becomes the port's selector `s` in `*select` (the
+// counters from `first` to `last` then count only packets with that BTH
+// opcode, and a new opcode restarts them all: what they held counted
+// another); the answer names the opcode counted. Without `select` (a
+// port whose data path keeps no per-opcode counts) and while none is
+// applied, every opcode is counted and the OpCode is echoed.
+void select_opcode(bool set, shm::OpSelector s, unsigned first, unsigned last, const uint8_t* in_data, uint8_t* d,
+                   uint32_t* select, PmaMask* reset) {
+  const uint8_t asked = op_counters::OpCode::get(in_data);
+  if (select == nullptr) {
+    op_counters::OpCode::set(d, asked);
+    return;
+  }
+  if (set) {
+    const uint32_t was = *select;
+    *select = shm::with_op(was, s, asked);
+    if (*select != was)
+      for (unsigned i = first; i <= last; ++i) reset->set(i);
+  }
+  op_counters::OpCode::set(d, shm::op_applied(*select, s) ? shm::op_code(*select, s) : asked);
 }
 
 void fill_port_counters(const PmaCounters& c, uint8_t* d) {
@@ -208,7 +233,7 @@ PmaCounters selected(const PmaCounters* ports, unsigned num_ports, uint8_t port)
 }
 
 MadStatus answer(const PmaCounters& now, uint8_t method, uint16_t attr, const uint8_t* in_data, uint8_t* d,
-                 PmaMask* reset) {
+                 PmaMask* reset, uint32_t* op_select) {
   const bool set = method == static_cast<uint8_t>(MethodId::kSet);
   if (!set && method != static_cast<uint8_t>(MethodId::kGet)) return MadStatus::kMethodUnsupported;
   switch (static_cast<PmaAttr>(attr)) {
@@ -255,15 +280,15 @@ MadStatus answer(const PmaCounters& now, uint8_t method, uint16_t attr, const ui
     case PmaAttr::kPortXmitDiscardDetails:
       return answer_details(now, set, details::kXmitDiscard, 4, in_data, d, reset);
     case PmaAttr::kPortOpRcvCounters:
-      op_counters::OpCode::set(d, op_counters::OpCode::get(in_data));
+      select_opcode(set, shm::OpSelector::kOpRcv, kOpRcvPkts, kOpRcvData, in_data, d, op_select, reset);
       return answer_details<op_counters::kWidth>(now, set, op_counters::kOpRcv, 2, in_data, d, reset);
     case PmaAttr::kPortFlowCtlCounters:
       return answer_details<op_counters::kWidth>(now, set, op_counters::kFlowCtl, 2, in_data, d, reset);
     case PmaAttr::kPortVlOpPackets:  // packets received per VL
-      op_counters::OpCode::set(d, op_counters::OpCode::get(in_data));
+      select_opcode(set, shm::OpSelector::kVlOpPackets, kRcvPktsVl0, kRcvPktsVl0 + 15, in_data, d, op_select, reset);
       return answer_per_lane<2>(now, set, kRcvPktsVl0, in_data, d, reset);
     case PmaAttr::kPortVlOpData:  // 4-octet words received per VL, as PortRcvData counts them
-      op_counters::OpCode::set(d, op_counters::OpCode::get(in_data));
+      select_opcode(set, shm::OpSelector::kVlOpData, kRcvDataVl0, kRcvDataVl0 + 15, in_data, d, op_select, reset);
       return answer_per_lane<4>(now, set, kRcvDataVl0, in_data, d, reset);
     case PmaAttr::kPortVlXmitFlowCtlUpdateErrors:
       return answer_details(now, set, op_counters::kNone, 1, in_data, d, reset);
@@ -273,12 +298,13 @@ MadStatus answer(const PmaCounters& now, uint8_t method, uint16_t attr, const ui
 
 }  // namespace
 
-Disposition answer_pma(const PmaCounters& now, const uint8_t* in, size_t len, uint8_t* out, PmaMask* reset) {
-  return answer_pma_ports(&now, 1, in, len, out, reset);
+Disposition answer_pma(const PmaCounters& now, const uint8_t* in, size_t len, uint8_t* out, PmaMask* reset,
+                       uint32_t* op_select) {
+  return answer_pma_ports(&now, 1, in, len, out, reset, op_select);
 }
 
 Disposition answer_pma_ports(const PmaCounters* ports, unsigned num_ports, const uint8_t* in, size_t len,
-                             uint8_t* out, PmaMask* reset) {
+                             uint8_t* out, PmaMask* reset, uint32_t* op_select) {
   for (unsigned p = 0; p < num_ports; ++p) reset[p].reset();
   if (in == nullptr || len < kMadBytes) return Disposition::kDrop;
   if (MgmtClass::get(in) != static_cast<uint8_t>(MgmtClassId::kPerfMgmt)) return Disposition::kDrop;
@@ -299,7 +325,11 @@ Disposition answer_pma_ports(const PmaCounters* ports, unsigned num_ports, const
   } else {
     std::memset(out + kGsiDataOffset, 0, kGsiDataBytes);
     const PmaCounters now = port_selectable(port, num_ports) ? selected(ports, num_ports, port) : PmaCounters{};
-    status = answer(now, method, attr, in + kGsiDataOffset, out + kGsiDataOffset, &mask);
+    // A Set that fails changes no selector.
+    uint32_t select = op_select != nullptr ? *op_select : 0;
+    status = answer(now, method, attr, in + kGsiDataOffset, out + kGsiDataOffset, &mask,
+                    op_select != nullptr ? &select : nullptr);
+    if (status == MadStatus::kOk && op_select != nullptr) *op_select = select;
   }
   if (status == MadStatus::kOk) {
     // A Set of all ports clears each of them.

@@ -39,12 +39,13 @@ enum PmaCounter : unsigned {
   kMalformedPktErrors,
   kInactiveDiscards,
   // PortVLOpPackets and PortVLOpData (0x19, 0x1A): what the port
-  // received per VL, every opcode (the OpCode selector is not applied), the
-  // per-SL counts mapped through the port's SL2VL table when read.
+  // received per VL, the per-SL counts mapped through the port's SL2VL
+  // table when read; every opcode, or those of the opcode a Set selected.
   kRcvPktsVl0,
   kRcvDataVl0 = kRcvPktsVl0 + 16,
   // PortOpRcvCounters (0x17): every packet received, the same
-  // figures as PortRcvPkts/PortRcvData but reset on their own.
+  // figures as PortRcvPkts/PortRcvData but reset on their own, or those
+  // with the opcode a Set selected.
   kOpRcvPkts = kRcvDataVl0 + 16,
   kOpRcvData,
   // What the port sent per VL, the same way from the per-SL transmit counts:
@@ -82,7 +83,14 @@ enum class PmaAttr : uint16_t {
 // REQUIRES: `out` holds kMadBytes. On a Set, `*reset` gets one bit per
 // PmaCounter to clear (the answer already shows them cleared); else 0.
 // A one-port node: PortSelect 1 or 0xFF (all ports).
-Disposition answer_pma(const PmaCounters& now, const uint8_t* in, size_t len, uint8_t* out, PmaMask* reset);
+// `op_select`, when given, holds the port's OpCode selectors
+// (shm/op_select.h): a Set of PortOpRcvCounters, PortVLOpPackets or
+// PortVLOpData stores its OpCode there (a new opcode restarts that
+// attribute's counters: `*reset` names them), and the answers name the
+// opcode counted. The caller makes `now` count accordingly. Without it the
+// OpCode is echoed and every opcode is counted.
+Disposition answer_pma(const PmaCounters& now, const uint8_t* in, size_t len, uint8_t* out, PmaMask* reset,
+                       uint32_t* op_select = nullptr);
 
 // The same for a node of `num_ports` ports (a switch, a CA of several):
 // `ports[p - 1]` holds port p's counters, and PortSelect names one of them
@@ -91,6 +99,6 @@ Disposition answer_pma(const PmaCounters& now, const uint8_t* in, size_t len, ui
 // REQUIRES: `ports` and `reset` hold `num_ports` entries; on a Set
 // `reset[p - 1]` gets port p's counters to clear.
 Disposition answer_pma_ports(const PmaCounters* ports, unsigned num_ports, const uint8_t* in, size_t len,
-                             uint8_t* out, PmaMask* reset);
+                             uint8_t* out, PmaMask* reset, uint32_t* op_select = nullptr);
 
 }  // namespace softverbs::mad

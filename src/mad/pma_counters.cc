@@ -7,6 +7,7 @@
 #include <algorithm>
 #include <string>
 
+#include "shm/op_select.h"
 #include "shm/port_qos.h"
 #include "shm/process_registry.h"
 #include "verbs/port_config.h"
@@ -26,6 +27,8 @@ struct Totals {
   uint64_t rcv_errors = 0, xmit_discards = 0, symbol_errors = 0;
   uint64_t icrc_errors = 0, malformed = 0, inactive_discards = 0;
   uint64_t xmit_words_sl[16] = {}, rcv_words_sl[16] = {}, rcv_packets_sl[16] = {}, xmit_packets_sl[16] = {};
+  // What the OpCode selectors counted (shm/op_select.h).
+  uint64_t op_rcv_packets = 0, op_rcv_words = 0, vl_op_packets_sl[16] = {}, vl_op_words_sl[16] = {};
 };
 
 void add(Totals& t, const shm::PortCounters& c) {
@@ -54,7 +57,11 @@ void add(Totals& t, const shm::PortCounters& c) {
     t.rcv_words_sl[sl] += c.rcv_words_sl[sl].load(std::memory_order_relaxed);
     t.rcv_packets_sl[sl] += c.rcv_packets_sl[sl].load(std::memory_order_relaxed);
     t.xmit_packets_sl[sl] += c.xmit_packets_sl[sl].load(std::memory_order_relaxed);
+    t.vl_op_packets_sl[sl] += c.vl_op_packets_sl[sl].load(std::memory_order_relaxed);
+    t.vl_op_words_sl[sl] += c.vl_op_words_sl[sl].load(std::memory_order_relaxed);
   }
+  t.op_rcv_packets += c.op_rcv_packets.load(std::memory_order_relaxed);
+  t.op_rcv_words += c.op_rcv_words.load(std::memory_order_relaxed);
 }
 
 // A file written before the last counters were added is shorter: those
@@ -69,6 +76,10 @@ PmaCounters read_baseline(int fd) {
 }  // namespace
 
 PmaCounters raw_pma_counters(const shm::Segment& seg) {
+  using shm::OpSelector;
+  // An applied OpCode selector counts its opcode's packets; without one the
+  // Op attributes count every packet received.
+  const uint32_t select = seg.header().op_select.load(std::memory_order_acquire);
   Totals t;
   add(t, seg.header().port);
   for (uint32_t i = 0; i < shm::kMaxProcesses; ++i)
@@ -113,8 +124,10 @@ PmaCounters raw_pma_counters(const shm::Segment& seg) {
     // there is discarded before it leaves.
     const uint8_t vl = shm::vl_of_sl(seg.header(), static_cast<uint8_t>(sl));
     if (vl >= shm::kVl15) continue;
-    c.v[kRcvPktsVl0 + vl] += t.rcv_packets_sl[sl];
-    c.v[kRcvDataVl0 + vl] += t.rcv_words_sl[sl];
+    c.v[kRcvPktsVl0 + vl] +=
+        shm::op_applied(select, OpSelector::kVlOpPackets) ? t.vl_op_packets_sl[sl] : t.rcv_packets_sl[sl];
+    c.v[kRcvDataVl0 + vl] +=
+        shm::op_applied(select, OpSelector::kVlOpData) ? t.vl_op_words_sl[sl] : t.rcv_words_sl[sl];
     // The port chooses the VL its packets leave on by the same table.
     c.v[kXmitPktsVl0 + vl] += t.xmit_packets_sl[sl];
     c.v[kXmitDataVl0 + vl] += t.xmit_words_sl[sl];
@@ -126,8 +139,9 @@ PmaCounters raw_pma_counters(const shm::Segment& seg) {
     c.v[kXmitWaitVl0 + vl] = seg.header().link.lane[vl].xmit_wait_ns.load(std::memory_order_relaxed) / kXmitWaitTickNs;
   c.v[kXmitPkts] = t.xmit_packets;
   c.v[kRcvPkts] = t.rcv_packets;
-  c.v[kOpRcvPkts] = c.v[kRcvPkts];
-  c.v[kOpRcvData] = c.v[kRcvData];
+  const bool op_rcv = shm::op_applied(select, OpSelector::kOpRcv);
+  c.v[kOpRcvPkts] = op_rcv ? t.op_rcv_packets : c.v[kRcvPkts];
+  c.v[kOpRcvData] = op_rcv ? t.op_rcv_words : c.v[kRcvData];
   return c;
 }
 
@@ -174,8 +188,9 @@ PmaCounters mirror_pma_counters(const PmaCounters& local) {
     m.v[kXmitDataSl0 + sl] = local.v[kRcvDataSl0 + sl];
     m.v[kRcvDataSl0 + sl] = local.v[kXmitDataSl0 + sl];
   }
-  // What the device's port sent, every opcode, on the VLs its SL2VL table
-  // chose (a sender picks the VL of the link).
+  // What the device's port sent, every opcode (the device's OpCode
+  // selectors count what it received), on the VLs its SL2VL table chose (a
+  // sender picks the VL of the link).
   m.v[kOpRcvPkts] = local.v[kXmitPkts];
   m.v[kOpRcvData] = local.v[kXmitData];
   for (unsigned vl = 0; vl < 16; ++vl) {

@@ -7,6 +7,7 @@
 #include <vector>
 
 #include "mad/mad_layout.h"
+#include "shm/op_select.h"
 
 namespace softverbs::mad {
 namespace {
@@ -277,6 +278,77 @@ TEST(Pma, PortOpRcvCountersGoldenAndReset) {
   a = ask(pma(0x02, 0x0017, 1, 0xffff));
   EXPECT_EQ(a.reset, PmaMask().set(kOpRcvPkts).set(kOpRcvData));
   EXPECT_EQ(ask(pma(0x02, 0x0012, 1, 0xffff)).reset & a.reset, 0u);
+}
+
+Answer ask_selected(const std::array<uint8_t, kMadBytes>& in, uint32_t* select, const PmaCounters& c = sample()) {
+  Answer a;
+  a.d = answer_pma(c, in.data(), in.size(), a.out.data(), &a.reset, select);
+  return a;
+}
+
+// IBA 16.1.4: a Set's OpCode is the opcode PortOpRcvCounters counts from
+// then on; a new one restarts both counters whatever CounterSelect says.
+TEST(Pma, PortOpRcvCountersSetSelectsOpCode) {
+  uint32_t select = 0;
+  auto in = pma(0x02, 0x0017, 1, 0x0000);
+  in[kGsiDataOffset] = 0x0a;  // RC RDMA WRITE ONLY
+  Answer a = ask_selected(in, &select);
+  ASSERT_EQ(Status::get(a.out.data()), 0);
+  EXPECT_EQ(select, 0x0100'000au);
+  EXPECT_TRUE(shm::op_matches(select, shm::OpSelector::kOpRcv, 0x0a));
+  EXPECT_FALSE(shm::op_applied(select, shm::OpSelector::kVlOpPackets));
+  EXPECT_EQ(a.reset, PmaMask().set(kOpRcvPkts).set(kOpRcvData));
+  EXPECT_EQ(data(a.out, 12), Bytes({0x0a, 0x01, 0x00, 0x00, 0, 0, 0, 0, 0, 0, 0, 0}));
+  // A Get names the opcode counted, whatever it asks for.
+  in = pma(0x01, 0x0017);
+  in[kGsiDataOffset] = 0x04;
+  a = ask_selected(in, &select);
+  EXPECT_EQ(data(a.out, 12), Bytes({0x0a, 0x01, 0x00, 0x00, 0x01, 0x02, 0x03, 0x04, 0xff, 0xff, 0xff, 0xff}));
+  EXPECT_EQ(a.reset, 0u);
+  EXPECT_EQ(select, 0x0100'000au);
+  // The same opcode again restarts only what CounterSelect names.
+  in = pma(0x02, 0x0017, 1, 0x0001);
+  in[kGsiDataOffset] = 0x0a;
+  a = ask_selected(in, &select);
+  EXPECT_EQ(a.reset, PmaMask().set(kOpRcvPkts));
+  EXPECT_EQ(data(a.out, 12), Bytes({0x0a, 0x01, 0x00, 0x01, 0, 0, 0, 0, 0xff, 0xff, 0xff, 0xff}));
+  // perfquery -R sends OpCode 0: RC SEND FIRST from then on.
+  a = ask_selected(pma(0x02, 0x0017, 1, 0xffff), &select);
+  EXPECT_EQ(select, 0x0100'0000u);
+  EXPECT_EQ(data(a.out, 1)[0], 0x00);
+}
+
+TEST(Pma, VlOpSelectorsAreTheirOwn) {
+  uint32_t select = 0x0100'000au;  // PortOpRcvCounters: RC RDMA WRITE ONLY
+  auto in = pma(0x02, 0x0019, 1, 0x0000);
+  in[kGsiDataOffset] = 0x04;  // RC SEND ONLY
+  Answer a = ask_selected(in, &select);
+  ASSERT_EQ(Status::get(a.out.data()), 0);
+  EXPECT_EQ(select, 0x0300'040au);
+  PmaMask all_vls;
+  for (unsigned vl = 0; vl < 16; ++vl) all_vls.set(kRcvPktsVl0 + vl);
+  EXPECT_EQ(a.reset, all_vls);  // a new opcode: every VL restarts
+  Bytes want(36, 0);
+  want[0] = 0x04, want[1] = 1;
+  EXPECT_EQ(data(a.out, 36), want);
+  in = pma(0x02, 0x001a, 1, 0x0000);
+  in[kGsiDataOffset] = 0x64;  // UD SEND ONLY
+  a = ask_selected(in, &select);
+  EXPECT_EQ(select, 0x0764'040au);
+  EXPECT_EQ(shm::op_code(select, shm::OpSelector::kVlOpData), 0x64);
+  // A Get of PortVLOpData names its own opcode; the counts are the caller's.
+  a = ask_selected(pma(0x01, 0x001a, 1), &select);
+  EXPECT_EQ(data(a.out, 12), Bytes({0x64, 0x01, 0x00, 0x00, 0, 0, 0, 0, 0x07, 0x08, 0x09, 0x0a}));
+}
+
+// A Set that fails (a port the node lacks) selects nothing.
+TEST(Pma, FailedSetSelectsNothing) {
+  uint32_t select = 0;
+  auto in = pma(0x02, 0x0017, 2, 0xffff);
+  in[kGsiDataOffset] = 0x0a;
+  const Answer a = ask_selected(in, &select);
+  EXPECT_EQ(Status::get(a.out.data()), 0x1c);
+  EXPECT_EQ(select, 0u);
 }
 
 // PortFlowCtlCounters (0x18) and PortVLXmitFlowCtlUpdateErrors (0x1B):

@@ -96,6 +96,15 @@ struct PortCounters {
   // The packets sent, under the sending QP's SL as xmit_words_sl: what the
   // facing switch port of a topology received per VL (layout version 16).
   std::atomic<uint64_t> xmit_packets_sl[16];
+  // The packets received whose BTH opcode the PMA's OpCode selectors name
+  // (shm/op_select.h), counted only while one is applied (layout version
+  // 19): PortOpRcvCounters' packets and words, and per SL (mapped to VLs
+  // when read, as rcv_packets_sl) PortVLOpPackets' packets and
+  // PortVLOpData's words.
+  std::atomic<uint64_t> op_rcv_packets;
+  std::atomic<uint64_t> op_rcv_words;
+  std::atomic<uint64_t> vl_op_packets_sl[16];
+  std::atomic<uint64_t> vl_op_words_sl[16];
 };
 
 struct alignas(64) ProcessSlot {
@@ -510,6 +519,9 @@ struct alignas(4096) SegmentHeader {
   std::atomic<uint32_t> arena_hint;
   std::atomic<uint64_t> next_reg_seq;
   std::atomic<uint32_t> pending_reclaim;  // objects in kDead waiting for phase 2
+  // The PMA's OpCode selectors (shm/op_select.h): 0 until a PMA Set applies
+  // one, so the data path's test of it stays a load and a compare.
+  std::atomic<uint32_t> op_select;
   PortCounters port;  // totals of processes that are gone
   PortQos qos;
   PortLink link;

@@ -129,7 +129,11 @@ void fold_counters(Segment& seg, OwnerId who) {
     fold(from.rcv_words_sl[sl], to.rcv_words_sl[sl]);
     fold(from.rcv_packets_sl[sl], to.rcv_packets_sl[sl]);
     fold(from.xmit_packets_sl[sl], to.xmit_packets_sl[sl]);
+    fold(from.vl_op_packets_sl[sl], to.vl_op_packets_sl[sl]);
+    fold(from.vl_op_words_sl[sl], to.vl_op_words_sl[sl]);
   }
+  fold(from.op_rcv_packets, to.op_rcv_packets);
+  fold(from.op_rcv_words, to.op_rcv_words);
 }
 
 }  // namespace

@@ -6,6 +6,7 @@
 
 #include "shm/port_link.h"
 #include "shm/port_qos.h"
+#include "transport/qp_types.h"
 #include "transport/requester.h"
 #include "transport/vl.h"
 #include "transport/vl_arbiter.h"
@@ -53,7 +54,9 @@ void sleep_until(uint64_t t) {
 uint64_t request_wire_bytes(const SendSide& s, const SendWqe& w, const WrOpcodeInfo& op, uint32_t from_psn,
                             uint32_t* packets) {
   const uint32_t done = std::min((from_psn - w.psn) & 0xffffff, w.packets - 1);
-  const uint32_t n = std::max(w.packets, 1u) - done;
+  // A READ's PSNs are its responses': the request is one packet, as an atomic's.
+  const bool multi = op.kind == ReqKind::kSend || op.kind == ReqKind::kWrite;
+  const uint32_t n = multi ? std::max(w.packets, 1u) - done : 1;
   uint64_t payload = 0;
   uint64_t first = 0;  // extension headers of the first packet (or the only one)
   switch (op.kind) {
@@ -71,6 +74,39 @@ uint64_t request_wire_bytes(const SendSide& s, const SendWqe& w, const WrOpcodeI
   if (op.has_imm || op.has_inv) first += 4;  // ImmDt / IETH, on the last packet
   *packets = n;
   return payload + n * per_packet + first;
+}
+
+uint64_t response_wire_bytes(const SendSide& s, const SendWqe& w, const WrOpcodeInfo& op, uint32_t from_psn,
+                             uint32_t* packets) {
+  *packets = 0;
+  if (!reliable_qp(s.qp.qp_type)) return 0;  // UC and UD answer nothing
+  constexpr uint64_t kAeth = 4;
+  switch (op.kind) {
+    case ReqKind::kRead: {
+      // READ RESPONSE FIRST, MIDDLE..., LAST (or ONLY) for what is left to
+      // read from `from_psn` on (a resumed READ asks for the rest only);
+      // the FIRST and the LAST carry an AETH.
+      const uint32_t done = std::min((from_psn - w.psn) & 0xffffff, std::max(w.packets, 1u) - 1);
+      const uint32_t n = std::max(w.packets, 1u) - done;
+      const uint64_t payload = w.length - std::min<uint64_t>(w.length, static_cast<uint64_t>(done) * s.conn.mtu);
+      *packets = n;
+      return payload + n * kPacketOverhead + (n == 1 ? kAeth : 2 * kAeth);
+    }
+    case ReqKind::kCmpSwap:
+    case ReqKind::kFetchAdd:
+      *packets = 1;
+      return kPacketOverhead + kAeth + 8;  // ATOMIC ACKNOWLEDGE: AETH, AtomicAckETH
+    case ReqKind::kAtomicWrite:
+    case ReqKind::kFlush:
+      *packets = 1;
+      return kPacketOverhead + kAeth;  // a READ RESPONSE ONLY without data
+    case ReqKind::kSend:
+    case ReqKind::kWrite:
+      // One ACKNOWLEDGE for the message (its last packet asks for one).
+      *packets = 1;
+      return kPacketOverhead + kAeth;
+  }
+  return 0;
 }
 
 Turn try_turn(shm::SegmentHeader& h, uint8_t vl, uint64_t wire_bytes, uint32_t packets, uint32_t mtu,
@@ -136,8 +172,12 @@ Turn port_turn(SendSide& s, const SendWqe& w, const WrOpcodeInfo& op, uint32_t f
   const uint8_t vl = s.qp.qp_type == IBV_QPT_UD ? shm::vl_of_sl(h, w.ah->sl) : path_vl(s);
   if (vl == shm::kVl15) return Turn::kDiscard;
   if (!shm::load_link(h, {}).paced) return Turn::kGo;
-  uint32_t packets = 0;
-  const uint64_t bytes = request_wire_bytes(s, w, op, from_psn, &packets);
+  uint32_t packets = 0, response_packets = 0;
+  // The request's turn covers its answers too (docs/DESIGN.md, "Paced
+  // link"): they cross the port's link on the same VL.
+  const uint64_t bytes = request_wire_bytes(s, w, op, from_psn, &packets) +
+                         response_wire_bytes(s, w, op, from_psn, &response_packets);
+  packets += response_packets;
   CompleterState& c = s.completer;
   const Turn t = try_turn(h, vl, bytes, packets, s.qp.qp_type == IBV_QPT_UD ? s.qp.ud_mtu : s.conn.mtu,
                           &c.turn_since, &c.turn_at);

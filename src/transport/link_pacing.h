@@ -4,8 +4,9 @@
 //
 // One request (a whole WQE on the host link, the WQE's packets on the UDP
 // link) is one turn: once its VL's lane is free (the lane's last stretch has
-// passed), its bytes as IBA counts them on the wire (request_wire_bytes)
-// reserve the next stretch of the lane, at the rate of the VL's share, and
+// passed), its bytes as IBA counts them on the wire (request_wire_bytes) and
+// those of its answers (response_wire_bytes: READ data, ACKs) reserve the
+// next stretch of the lane, at the rate of the VL's share, and
 // leave. Until the lane is free the requester does not wait: it stops there
 // and its QP's timer (CompleterState::turn_at) brings it back when the lane
 // frees, or whoever drives the QP first (a post, a poll, an ACK) does. No
@@ -37,6 +38,15 @@ enum class Turn : uint8_t { kGo, kLater, kDiscard };
 // VCRC 2); *packets gets how many.
 uint64_t request_wire_bytes(const SendSide& s, const SendWqe& w, const WrOpcodeInfo& op, uint32_t from_psn,
                             uint32_t* packets);
+
+// Bytes of the responder's answers to the request from `from_psn` on, the
+// same way: a READ's READ RESPONSE packets with their data, an atomic's
+// ATOMIC ACKNOWLEDGE, one ACKNOWLEDGE for a SEND or WRITE (RC and XRC; UC
+// and UD answer nothing); *packets gets how many. The requester's turn
+// reserves them with the request (port_turn): the answers take the link's
+// time on the request's VL (the QP's SL through the port's SL2VL table).
+uint64_t response_wire_bytes(const SendSide& s, const SendWqe& w, const WrOpcodeInfo& op, uint32_t from_psn,
+                             uint32_t* packets);
 
 // The turn of `wire_bytes` on `vl`, now. kGo: the stretch is reserved, the
 // request leaves. kLater: ask again at *retry_at (the lane's stretch ends

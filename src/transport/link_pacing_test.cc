@@ -6,6 +6,7 @@
 
 #include "shm/port_link.h"
 #include "shm/port_qos.h"
+#include "transport/send_side.h"
 #include "util/time.h"
 
 namespace softverbs::transport {
@@ -102,6 +103,38 @@ TEST(LinkPacing, StarvedLowPriorityIsDiscardedAfterItsLifetime) {
   EXPECT_GE(took, kHeadOfQueueLifeNs);
   EXPECT_LT(took, kHeadOfQueueLifeNs + 2000 * kMs);
   EXPECT_GE(h->link.lane[0].xmit_wait_ns.load(), kHeadOfQueueLifeNs);  // all of it waiting
+}
+
+// The answers a request's turn reserves with it: a READ's data comes back
+// over the link in READ RESPONSE packets, an RC WRITE is acknowledged once,
+// UC answers nothing.
+TEST(LinkPacing, ResponsesTakeTheLinksTimeToo) {
+  auto s = std::make_unique<SendSide>();
+  s->qp.qp_type = IBV_QPT_RC;
+  s->conn.mtu = 4096;
+  SendWqe w{};
+  w.opcode = IBV_WR_RDMA_READ;
+  w.length = 10000;  // 4096 + 4096 + 1808
+  w.packets = 3;
+  w.psn = 100;
+  const WrOpcodeInfo& read = *wr_opcode(IBV_WR_RDMA_READ);
+  uint32_t packets = 0;
+  // Data, and per packet LRH, BTH, ICRC, VCRC; an AETH on the FIRST and the LAST.
+  EXPECT_EQ(response_wire_bytes(*s, w, read, 100, &packets), 10000u + 3 * 26 + 8);
+  EXPECT_EQ(packets, 3u);
+  // Resumed after the first response: the rest only.
+  EXPECT_EQ(response_wire_bytes(*s, w, read, 101, &packets), 10000u - 4096 + 2 * 26 + 8);
+  EXPECT_EQ(packets, 2u);
+  // The READ request itself is small: a RETH and no data.
+  EXPECT_EQ(request_wire_bytes(*s, w, read, 100, &packets), 26u + 16);
+  w.opcode = IBV_WR_RDMA_WRITE;
+  w.packets = 3;
+  const WrOpcodeInfo& write = *wr_opcode(IBV_WR_RDMA_WRITE);
+  EXPECT_EQ(response_wire_bytes(*s, w, write, 100, &packets), 26u + 4);  // one ACKNOWLEDGE
+  EXPECT_EQ(packets, 1u);
+  s->qp.qp_type = IBV_QPT_UC;
+  EXPECT_EQ(response_wire_bytes(*s, w, write, 100, &packets), 0u);
+  EXPECT_EQ(packets, 0u);
 }
 
 }  // namespace

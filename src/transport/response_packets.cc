@@ -6,6 +6,7 @@
 #include <cstring>
 
 #include "shm/qp_pkeys.h"
+#include "transport/op_counts.h"
 #include "transport/qp_types.h"
 #include "transport/responder.h"
 #include "util/tsan.h"
@@ -133,6 +134,10 @@ PacketVerdict serve_request_packet(shm::Segment& seg, uint32_t slot, const wire:
   c.rcv_words_sl[rcv_sl].fetch_add((req.payload.bytes + req.packets * kRoceRequestOverhead) / 4,
                                    std::memory_order_relaxed);
   c.rcv_packets_sl[rcv_sl].fetch_add(req.packets, std::memory_order_relaxed);  // PortVLOpPackets
+  // The PMA's OpCode selectors (shm/op_select.h): a load and a compare while none is applied.
+  if (const uint32_t select = seg.header().op_select.load(std::memory_order_relaxed); select != 0) [[unlikely]]
+    count_selected_packet(c, select, static_cast<uint8_t>(packet.opcode()), static_cast<uint8_t>(rcv_sl),
+                          (req.payload.bytes + kRoceRequestOverhead) / 4);
   const Response resp = respond(seg, slot, req, mem, notifier);
   answer_request(qp, req, resp, packet.bth().ack_req, mtu, mem, sink);
   return verdict;

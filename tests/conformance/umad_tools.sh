@@ -5,7 +5,9 @@
 #   umad_tools.sh <dir of libibumad.so.3 and libibverbs.so.1> <scenario>
 # Scenarios: ibstat, ibstat-roce, smpquery, ibaddr-sminfo, perfquery,
 #            vlcounters (the per-VL and Op PMA attributes after a run on
-#            SL3), faults, unreachable, qos (opensm -o programs the QoS tables). Every tool runs under `timeout`; the only
+#            SL3), opselect (their OpCode selector: needs a third argument,
+#            softverbs_pma_select), faults, unreachable, qos (opensm -o
+#            programs the QoS tables). Every tool runs under `timeout`; the only
 #            background process (ib_write_bw's server) is killed by PID.
 . "$(dirname "$0")/ports.sh"
 set -euo pipefail
@@ -177,8 +179,9 @@ case $scenario in
     # per VL, PortOpRcvCounters all it received; the flow control counters
     # answer 0 (no link-level flow control). The boot SL2VL table maps SL n
     # to VL n mod 8, so a run on SL3 is on VL3 and on no other VL.
+    # A fresh device: nothing counted, and no OpCode selected yet (a
+    # perfquery -R would select OpCode 0, RC SEND FIRST: the opselect scenario).
     command -v ib_write_bw >/dev/null || { echo "SKIP: perftest is not installed"; exit 77; }
-    for opt in vloppackets vlopdata oprcvcounters; do run "reset-$opt" perfquery --$opt -R; done
     run zero perfquery --vloppackets
     expect "$work/zero" PortVLOpPackets3 0
     bw_args="--sl 3" write_bw
@@ -212,6 +215,45 @@ case $scenario in
     expect "$work/cleared" PortVLOpPackets3 0
     run cleared-data perfquery --vlopdata
     [ "$(field "$work/cleared-data" PortVLOpData3)" -gt 0 ] || fail "a reset of PortVLOpPackets cleared PortVLOpData"
+    ;;
+  opselect)
+    # Issue 20: the OpCode of PortOpRcvCounters, PortVLOpPackets and
+    # PortVLOpData selects the BTH opcode they count (IBA 16.1.4). Messages
+    # of 1 KiB are one RDMA WRITE ONLY packet each (MTU 4096), so a WRITE
+    # ONLY selector counts every message ib_write_bw sent; perfquery's own
+    # reset sends OpCode 0 (RC SEND FIRST), and then nothing of the run counts.
+    command -v ib_write_bw >/dev/null || { echo "SKIP: perftest is not installed"; exit 77; }
+    select_tool=${3:?the opselect scenario needs softverbs_pma_select}
+    size=1024 iters=300 bw_args="--sl 3"
+    for attr in oprcv vloppackets vlopdata; do run "select-$attr" "$select_tool" $attr 0x0a; done
+    grep -q "OpCode 0x0a status 0x0000" "$work/select-oprcv" || fail "the Set: $(cat "$work/select-oprcv")"
+    write_bw
+    run op perfquery --oprcvcounters
+    run pkts perfquery --vloppackets
+    run data perfquery --vlopdata
+    ops=$(field "$work/op" PortOpRcvPkts) vl3=$(field "$work/pkts" PortVLOpPackets3)
+    words=$(field "$work/data" PortVLOpData3) op_words=$(field "$work/op" PortOpRcvData)
+    echo "RDMA WRITE ONLY selected: PortOpRcvPkts $ops, PortVLOpPackets3 $vl3, PortVLOpData3 $words (ib_write_bw: $iters x $size B)"
+    # Every message once; the run's other packets (none: its handshake is TCP) would show as more.
+    [ "$ops" -eq $iters ] || { cat "$work/op" >&2; fail "PortOpRcvPkts is $ops, not $iters"; }
+    [ "$vl3" -eq $iters ] || { cat "$work/pkts" >&2; fail "PortVLOpPackets3 is $vl3, not $iters"; }
+    # Each packet: 1024 B, with LRH, BTH and ICRC (24 B), in 4-octet words.
+    [ "$words" -eq $(( iters * (size + 24) / 4 )) ] || { cat "$work/data" >&2; fail "PortVLOpData3 is $words"; }
+    [ "$op_words" -eq "$words" ] || fail "PortOpRcvData $op_words, PortVLOpData3 $words"
+    for vl in 0 1 2 4 5 6 7; do expect "$work/pkts" "PortVLOpPackets$vl" 0; done
+    # perfquery -R: OpCode 0, RC SEND FIRST; a run of WRITEs counts none.
+    for opt in oprcvcounters vloppackets vlopdata; do run "reset-$opt" perfquery --$opt -R; done
+    write_bw
+    run op2 perfquery --oprcvcounters
+    run pkts2 perfquery --vloppackets
+    run data2 perfquery --vlopdata
+    expect "$work/op2" PortOpRcvPkts 0
+    expect "$work/op2" PortOpRcvData 0
+    expect "$work/pkts2" PortVLOpPackets3 0
+    expect "$work/data2" PortVLOpData3 0
+    # PortCounters counts every opcode still.
+    run all perfquery
+    [ "$(field "$work/all" PortRcvPkts)" -ge $(( 2 * iters )) ] || fail "PortRcvPkts: $(cat "$work/all")"
     ;;
   faults)
     # Packets the fault injector drops are what an operator sees as

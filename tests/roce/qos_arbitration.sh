@@ -14,6 +14,8 @@
 #   config   a file the port cannot take is refused with its reason (no
 #            device), and a second process whose file differs from the
 #            port's tables is told so
+#   read     one ib_read_bw from A: the READ responses' data takes A's paced
+#            lane (A's port stands in for B's), so it measures the link's rate
 # Every tool runs under `timeout`; background processes are killed by PID.
 set -euo pipefail
 lib=$1
@@ -118,6 +120,25 @@ case $scenario in
     tables a "0:3,2:1" "0:0"
     in_a env "${env_a[@]}" timeout 20 ibv_devinfo -d softverbs_roce0 > "$work/other.out" 2>&1 || fail "ibv_devinfo"
     grep -q "SOFTVERBS_QOS_CONFIG ignored" "$work/other.out" || { cat "$work/other.out" >&2; fail "other tables: not told"; }
+    ;;
+  read)
+    command -v ib_read_bw > /dev/null || { echo "SKIP: ib_read_bw is not installed"; exit 77; }
+    tables a "0:1,2:3" "0:0"
+    p=$(( port + 7 ))
+    in_b env "${env_b[@]}" timeout 40 ib_read_bw -d softverbs_roce0 -x 0 -s 65536 -D 3 --report_gbits -p "$p" \
+      > "$work/server7.out" 2>&1 &
+    server=$!
+    NETNS_PIDS+=("$server")
+    wait_listen in_b "$p" "$server" || { cat "$work/server7.out" >&2; fail "ib_read_bw server did not listen"; }
+    in_a env "${env_a[@]}" timeout 40 ib_read_bw -d softverbs_roce0 -x 0 -s 65536 -D 3 --report_gbits -p "$p" \
+      "$ADDR_B" > "$work/client7.out" 2>&1 || { cat "$work/client7.out" >&2; fail "ib_read_bw"; }
+    wait "$server" || { cat "$work/server7.out" >&2; fail "ib_read_bw server"; }
+    NETNS_PIDS=()
+    gbps=$(awk '$1 == 65536 { print $4 }' "$work/client7.out")
+    echo "1X SDR, paced, RoCE: ib_read_bw $gbps Gb/s (the link: 2 Gb/s of data)"
+    # Within 10 % of the link's rate less its headers (1-3 % at 64 KiB).
+    python3 -c "import sys; v = float(sys.argv[1]); sys.exit(0 if abs(v - 1.97) <= 0.2 else 1)" "$gbps" ||
+      fail "ib_read_bw: $gbps Gb/s"
     ;;
   *) fail "unknown scenario" ;;
 esac

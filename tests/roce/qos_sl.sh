@@ -6,9 +6,14 @@
 # as much as PortXmitData / PortRcvData count for the requests, and no
 # other SL has any; the responder's PortVLOpPackets/PortVLOpData have them
 # on VL 3 (the boot SL2VL table: SL n on VL n mod 8) and on no other VL.
-#   qos_sl.sh <dir of libibverbs.so.1 and libibumad.so.3>
+# Then the OpCode selector (PMA Sets by softverbs_pma_select, as perfquery
+# sends OpCode 0 only): a second run counts its RDMA WRITE FIRST packets in
+# PortOpRcvCounters and its LAST packets in PortVLOpPackets, one of each per
+# message, and no SEND ONLY in PortVLOpData.
+#   qos_sl.sh <dir of libibverbs.so.1 and libibumad.so.3> <softverbs_pma_select>
 set -euo pipefail
 lib=$1
+select_tool=$2
 here=$(cd "$(dirname "$0")" && pwd)
 for tool in ib_write_bw perfquery; do
   command -v "$tool" > /dev/null || { echo "SKIP: $tool is not installed"; exit 77; }
@@ -66,4 +71,32 @@ echo "responder: VL 3 received $p3 packets (PortRcvPkts $rcv_pkts), $v3 words"
 [ "$v3" = "$r3" ] || fail "VL 3 received $v3 words, SL 3 $r3"
 # PortVLOpPackets is 16 bits: it stops at 65535.
 [ "$p3" = "$(( rcv_pkts < 65535 ? rcv_pkts : 65535 ))" ] || fail "VL 3 received $p3 packets, the port $rcv_pkts"
+
+# The responder's selectors: RC RDMA WRITE FIRST (0x06), LAST (0x08), SEND ONLY (0x04).
+for sel in "oprcv 0x06" "vloppackets 0x08" "vlopdata 0x04"; do
+  # shellcheck disable=SC2086 # two words
+  in_a env "${env_a[@]}" timeout 20 "$select_tool" $sel > "$work/select.out" 2>&1 ||
+    { cat "$work/select.out"; fail "softverbs_pma_select $sel"; }
+done
+args=(-d softverbs_roce0 -x 0 -n 300 -s 65536 --sl 3 -p "$(( port + 1 ))")
+in_a env "${env_a[@]}" timeout 60 ib_write_bw "${args[@]}" > "$work/server2.out" 2>&1 &
+NETNS_PIDS+=("$!")
+server=$!
+wait_listen in_a "$(( port + 1 ))" "$server" || true
+rc=0
+in_b env "${env_b[@]}" timeout 60 ib_write_bw "${args[@]}" "$ADDR_A" > "$work/client2.out" 2>&1 || rc=$?
+srv=0
+wait "$server" || srv=$?
+[ $rc -eq 0 ] && [ $srv -eq 0 ] || { cat "$work/server2.out" "$work/client2.out"; fail "ib_write_bw: client $rc, server $srv"; }
+for q in oprcvcounters vloppackets vlopdata; do
+  in_a env "${env_a[@]}" timeout 20 perfquery --$q > "$work/a.$q" 2>&1 || { cat "$work/a.$q"; fail "perfquery --$q"; }
+done
+first=$(field "$work/a.oprcvcounters" PortOpRcvPkts) last=$(field "$work/a.vloppackets" PortVLOpPackets3)
+echo "responder, second run: $first RDMA WRITE FIRST, $last RDMA WRITE LAST on VL 3 (300 messages)"
+# One of each per message, and a retransmitted one counts again as it would
+# on the wire (a tail-loss probe resends a message's last packet).
+[ "$first" -ge 300 ] && [ "$first" -le 330 ] ||
+  { cat "$work/a.oprcvcounters"; fail "PortOpRcvPkts (WRITE FIRST) is $first"; }
+[ "$last" -ge 300 ] && [ "$last" -le 330 ] || { cat "$work/a.vloppackets"; fail "PortVLOpPackets3 (WRITE LAST) is $last"; }
+[ "$(field "$work/a.vlopdata" PortVLOpData3)" = 0 ] || { cat "$work/a.vlopdata"; fail "SEND ONLY counted"; }
 echo "PASS: roce qos_sl"

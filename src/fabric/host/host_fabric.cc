@@ -16,6 +16,7 @@
 #include "transport/qp_types.h"
 #include "transport/requester.h"
 #include "transport/mem_ops.h"
+#include "transport/op_counts.h"
 #include "transport/responder.h"
 #include "transport/vl.h"
 #include "transport/wr_opcode_table.h"
@@ -189,6 +190,30 @@ void note_path(transport::SendSide& s, const PeerMemory& mem) {
   if (s.qp.shared->host_path != path) s.qp.shared->host_path = path;  // a store per message would dirty the line
 }
 
+// The PMA's OpCode selectors (shm/op_select.h): a message's packets the
+// port received, by the opcodes the wire would have given them.
+[[gnu::noinline]] void count_op_selected_slow(transport::SendSide& s, const transport::Request& req,
+                                              uint32_t select) {
+  transport::MessageShape m;
+  m.qp_type = s.qp.qp_type;
+  m.kind = req.kind;
+  m.imm = req.has_imm;
+  m.inv = req.has_inv;
+  m.packets = req.packets;
+  m.bytes = req.payload.bytes;
+  m.mtu = s.conn.mtu;
+  transport::count_selected_message(s.qp.notifier->port_counters(), select, m,
+                                    s.qp.shared->sl.load(std::memory_order_relaxed), transport::kIbPacketOverhead);
+}
+
+// Only a load and a compare while no selector is applied.
+[[gnu::always_inline]] inline void count_op_selected(const shm::Segment& seg, transport::SendSide& s,
+                                                     const transport::Request& req) {
+  const uint32_t select = seg.header().op_select.load(std::memory_order_relaxed);
+  if (select != 0) [[unlikely]]
+    count_op_selected_slow(s, req, select);
+}
+
 // IBA 10.5.2.5: whether a UD datagram goes to a multicast group: DestQP
 // 0xFFFFFF and an address naming a group, by its MGID, or on InfiniBand
 // without a GRH by its MLID (*key: which).
@@ -266,6 +291,7 @@ struct McastRoute {
     if (!crossed) {  // the subnet's ports counted what crossed them
       shm::add_single_writer(counts.port_rcv_packets, req.packets);
       shm::add_single_writer(counts.port_rcv_bytes, req.payload.bytes);
+      count_op_selected(seg, s, req);
     }
     transport::respond(seg, static_cast<uint32_t>(slot), req, mem, *s.qp.notifier);
     if (!local) note_path(s, peer_mem);
@@ -492,6 +518,7 @@ ibv_wc_status HostFabric::transmit(transport::SendSide& s, transport::SendWqe& w
     if (!target.subnet) [[likely]] {  // the subnet's ports counted it as it crossed them
       shm::add_single_writer(counts.port_rcv_packets, req.packets);
       shm::add_single_writer(counts.port_rcv_bytes, req.payload.bytes);
+      count_op_selected(seg, s, req);
     }
     return transport::respond(seg, target.slot, req, mem, *s.qp.notifier);
   };
@@ -590,6 +617,7 @@ uint32_t HostFabric::place_at_post(transport::SendSide& s, const ibv_send_wr& wr
   shm::add_single_writer(counts.port_xmit_bytes, length);
   shm::add_single_writer(counts.port_rcv_packets, req.packets);
   shm::add_single_writer(counts.port_rcv_bytes, length);
+  count_op_selected(seg, s, req);
   if (!target.local) note_path(s, peer_mem);
   if (send) {
     if (resp.kind == transport::Response::Kind::kAck) {

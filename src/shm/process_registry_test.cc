@@ -2,6 +2,7 @@
 #include "shm/slot_high_water.h"
 
 #include <gtest/gtest.h>
+#include <infiniband/verbs.h>
 #include <signal.h>
 #include <sys/wait.h>
 #include <unistd.h>

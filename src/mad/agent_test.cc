@@ -14,6 +14,7 @@
 #include "mad/pma_counters.h"
 #include "mad/vl15_buffer.h"
 #include "shm/op_select.h"
+#include "shm/slot_high_water.h"
 #include "shm/port_pkeys.h"
 #include "shm/port_qos.h"
 #include "util/time.h"
@@ -158,6 +159,7 @@ TEST_F(AgentTest, SmaPKeyTableSetReachesLiveQpsAtOnce) {
     qp.pkey = 0;  // the entry it held: invalid until the SM fills it
     qp.pkey_fast = shm::fast_pkey(0);
     qp.slot_state.store(static_cast<uint32_t>(state));
+    shm::raise_high_water(seg_->header().high_water.qps, slot);
     return qp;
   };
   const shm::SharedQp& rts = make(5, 0, shm::SlotState::kLive);

@@ -8,6 +8,7 @@
 #include <string>
 
 #include "shm/op_select.h"
+#include "shm/slot_high_water.h"
 #include "shm/port_qos.h"
 #include "shm/process_registry.h"
 #include "verbs/port_config.h"
@@ -85,7 +86,7 @@ PmaCounters raw_pma_counters(const shm::Segment& seg) {
   for (uint32_t i = 0; i < shm::kMaxProcesses; ++i)
     if (seg.process(i).state.load(std::memory_order_acquire) == static_cast<uint32_t>(shm::SlotState::kLive))
       add(t, seg.process(i).port);
-  for (uint32_t i = 2; i < shm::kMaxQpSlots; ++i) {
+  for (uint32_t i = 2, end = shm::walk_end(seg.header().high_water.qps, shm::kMaxQpSlots); i < end; ++i) {
     const shm::SharedQp& q = seg.qp(i);
     if (q.slot_state.load(std::memory_order_acquire) != static_cast<uint32_t>(shm::SlotState::kLive)) continue;
     t.xmit_packets += q.counters.port_xmit_packets.load(std::memory_order_relaxed);

@@ -496,6 +496,20 @@ struct alignas(64) PortPKeys {
   std::atomic<uint64_t> violations;
 };
 
+// One past the highest slot of each table ever claimed; never lowered.
+// Walks over every object of a kind (a process's death, a sweep, the PMA's
+// totals, a P_Key table change) stop there instead of at the table's end,
+// so a device whose processes used a few slots touches a few pages of its
+// tables, not all of them (shm/slot_high_water.h). Raised by the claim,
+// under SegmentHeader::control, before the slot is used. Layout version 21.
+struct alignas(64) SlotHighWater {
+  std::atomic<uint32_t> qps;
+  std::atomic<uint32_t> cqs;
+  std::atomic<uint32_t> srqs;
+  std::atomic<uint32_t> mrs;      // the key table's lower half (memory regions)
+  std::atomic<uint32_t> windows;  // its upper half, as slots from kFirstMwSlot
+};
+
 struct alignas(4096) SegmentHeader {
   std::atomic<uint64_t> magic;  // stored last by the creator
   uint32_t layout_version;
@@ -528,6 +542,7 @@ struct alignas(4096) SegmentHeader {
   Vl15Buffer vl15;
   PortEventLog port_events;
   PortPKeys pkeys;
+  SlotHighWater high_water;
 };
 
 }  // namespace softverbs::shm

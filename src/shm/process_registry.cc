@@ -1,5 +1,7 @@
 #include "shm/process_registry.h"
 
+#include "shm/slot_high_water.h"
+
 #include <infiniband/verbs.h>
 #include <linux/futex.h>
 #include <unistd.h>
@@ -156,16 +158,22 @@ void fold_port_share(QpCounters& from, PortCounters& to, uint8_t sl) {
 void retire_objects_of(Segment& seg, OwnerId who) {
   const uint64_t now = now_ns();
   fold_counters(seg, who);
-  for (uint32_t i = 0; i < kMaxMrs; ++i) {
-    SharedMr& m = seg.mr(i);
-    // An unbound window has no R_Key but holds its slot (lkey != 0).
-    const bool held = m.rkey.load(std::memory_order_relaxed) != 0 || (i >= kFirstMwSlot && m.lkey != 0);
-    if (held && m.owner == who) {
-      m.rkey.store(0, std::memory_order_release);
-      m.lkey = 0;  // the slot is free again
+  const SlotHighWater& hw = seg.header().high_water;
+  // The key table's two halves: regions, then windows (limits.h).
+  auto retire_keys = [&](uint32_t first, uint32_t end) {
+    for (uint32_t i = first; i < end; ++i) {
+      SharedMr& m = seg.mr(i);
+      // An unbound window has no R_Key but holds its slot (lkey != 0).
+      const bool held = m.rkey.load(std::memory_order_relaxed) != 0 || (i >= kFirstMwSlot && m.lkey != 0);
+      if (held && m.owner == who) {
+        m.rkey.store(0, std::memory_order_release);
+        m.lkey = 0;  // the slot is free again
+      }
     }
-  }
-  for (uint32_t i = 0; i < kMaxQpSlots; ++i) {
+  };
+  retire_keys(0, walk_end(hw.mrs, kFirstMwSlot));
+  retire_keys(kFirstMwSlot, kFirstMwSlot + walk_end(hw.windows, kMaxMrs - kFirstMwSlot));
+  for (uint32_t i = 0, end = walk_end(hw.qps, kMaxQpSlots); i < end; ++i) {
     SharedQp& q = seg.qp(i);
     if (q.slot_state.load(std::memory_order_relaxed) == static_cast<uint32_t>(SlotState::kLive) && q.owner == who) {
       fold_port_share(q.counters, seg.header().port, q.sl.load(std::memory_order_relaxed));
@@ -173,12 +181,12 @@ void retire_objects_of(Segment& seg, OwnerId who) {
       mark_dead(seg, q, now);
     }
   }
-  for (uint32_t i = 0; i < kMaxCqs; ++i) {
+  for (uint32_t i = 0, end = walk_end(hw.cqs, kMaxCqs); i < end; ++i) {
     SharedCq& c = seg.cq(i);
     if (c.slot_state.load(std::memory_order_relaxed) == static_cast<uint32_t>(SlotState::kLive) && c.owner == who)
       mark_dead(seg, c, now);
   }
-  for (uint32_t i = 0; i < kMaxSrqs; ++i) {
+  for (uint32_t i = 0, end = walk_end(hw.srqs, kMaxSrqs); i < end; ++i) {
     SharedSrq& s = seg.srq(i);
     if (s.slot_state.load(std::memory_order_relaxed) == static_cast<uint32_t>(SlotState::kLive) && s.owner == who)
       mark_dead(seg, s, now);
@@ -271,11 +279,12 @@ void sweep(Segment& seg) {
   // Tables are only walked when something waits for phase 2, so an idle
   // device's sweep touches the process table alone.
   if (seg.header().pending_reclaim.load(std::memory_order_relaxed) == 0) return reclaim_processes(seg, now);
-  for (uint32_t i = 0; i < kMaxQpSlots; ++i) {
+  const SlotHighWater& hw = seg.header().high_water;
+  for (uint32_t i = 0, end = walk_end(hw.qps, kMaxQpSlots); i < end; ++i) {
     SharedQp& q = seg.qp(i);
     if (past_grace(q, now)) release_slot(seg, q, q.rq.ring, recv_ring_bytes(q.rq));
   }
-  for (uint32_t i = 0; i < kMaxSrqs; ++i) {
+  for (uint32_t i = 0, end = walk_end(hw.srqs, kMaxSrqs); i < end; ++i) {
     SharedSrq& s = seg.srq(i);
     if (!past_grace(s, now)) continue;
     // Read before the slot is freed (release_slot): a new owner resets them.
@@ -285,7 +294,7 @@ void sweep(Segment& seg) {
     if (release_slot(seg, s, s.rq.ring, recv_ring_bytes(s.rq)))
       for (uint32_t k = 0; k < retired; ++k) seg.arena_free(rings[k].ring, rings[k].bytes);
   }
-  for (uint32_t i = 0; i < kMaxCqs; ++i) {
+  for (uint32_t i = 0, end = walk_end(hw.cqs, kMaxCqs); i < end; ++i) {
     SharedCq& c = seg.cq(i);
     if (past_grace(c, now)) release_slot(seg, c, c.ring, cq_ring_bytes(c.capacity, c.stamps != 0));
   }

@@ -1,6 +1,8 @@
 #include "shm/process_registry.h"
+#include "shm/slot_high_water.h"
 
 #include <gtest/gtest.h>
+#include <infiniband/verbs.h>
 #include <signal.h>
 #include <sys/wait.h>
 #include <unistd.h>
@@ -73,6 +75,27 @@ TEST_F(ProcessRegistryTest, SweepNeverBuriesAProcessThatIsAttaching) {
     sweep(*seg_);
     if (HasFailure()) return;
   }
+}
+
+// A dead process's objects are retired wherever their slots lie: the walk
+// ends at the table's high-water mark, which a claim only raises.
+TEST_F(ProcessRegistryTest, RetiringWalksUpToTheHighestClaimedSlot) {
+  SlotHighWater& hw = seg_->header().high_water;
+  EXPECT_EQ(0u, walk_end(hw.qps, kMaxQpSlots)) << "a new segment has claimed nothing";
+  const OwnerId who{3, 1};
+  for (uint32_t slot : {9000u, 40u}) {
+    SharedQp& q = seg_->qp(slot);
+    q.owner = who;
+    q.state.store(IBV_QPS_RTS);
+    q.slot_state.store(static_cast<uint32_t>(SlotState::kLive));
+    raise_high_water(hw.qps, slot);
+  }
+  EXPECT_EQ(9001u, walk_end(hw.qps, kMaxQpSlots));
+  retire_objects_of(*seg_, who);
+  EXPECT_EQ(IBV_QPS_ERR, seg_->qp(9000).state.load());
+  EXPECT_EQ(IBV_QPS_ERR, seg_->qp(40).state.load());
+  raise_high_water(hw.qps, kMaxQpSlots - 1);
+  EXPECT_EQ(kMaxQpSlots, walk_end(hw.qps, kMaxQpSlots));
 }
 
 // An XRC domain lives while any process holds it open: a process that is

@@ -17,7 +17,7 @@
 namespace softverbs::shm {
 
 inline constexpr uint64_t kMagic = 0x5356'4445'5649'4345ull;  // "SVDEVICE"
-inline constexpr uint32_t kLayoutVersion = 20;
+inline constexpr uint32_t kLayoutVersion = 21;
 
 constexpr uint64_t align_up(uint64_t v, uint64_t a) { return (v + a - 1) / a * a; }
 

@@ -6,6 +6,7 @@
 #include <cerrno>
 #include <new>
 
+#include "shm/slot_high_water.h"
 #include "shm/process_registry.h"
 #include "shm/rings.h"
 #include "transport/responder.h"
@@ -28,6 +29,7 @@ Result<uint32_t> claim_cq_slot(shm::Segment& seg) {
     if (c.slot_state.load(std::memory_order_relaxed) != static_cast<uint32_t>(shm::SlotState::kFree)) continue;
     c.slot_state.store(static_cast<uint32_t>(shm::SlotState::kDead), std::memory_order_relaxed);
     c.dead_since_ns = ~0ull >> 1;  // reserved: a sweep must not free it
+    shm::raise_high_water(seg.header().high_water.cqs, i);
     return i;
   }
   return Status::error(ENOMEM);

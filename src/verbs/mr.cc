@@ -7,6 +7,7 @@
 #include <new>
 #include <vector>
 
+#include "shm/slot_high_water.h"
 #include "shm/segment.h"
 #include "transport/mem_ops.h"
 #include "util/fault_in.h"
@@ -44,6 +45,7 @@ Result<uint32_t> claim_slot(shm::Segment& seg) {
     shm::SharedMr& m = seg.mr(slot);
     if (m.rkey.load(std::memory_order_relaxed) != 0 || m.lkey != 0) continue;
     m.lkey = 1;  // reserved until published
+    shm::raise_high_water(seg.header().high_water.mrs, slot);
     hint.store(slot + 1, std::memory_order_relaxed);
     return slot;
   }

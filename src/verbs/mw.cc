@@ -6,6 +6,7 @@
 #include <cerrno>
 #include <new>
 
+#include "shm/slot_high_water.h"
 #include "shm/segment.h"
 #include "transport/mem_ops.h"
 #include "transport/mw_ops.h"
@@ -38,6 +39,7 @@ Result<uint32_t> claim_window(shm::Segment& seg, shm::OwnerId self, uint32_t pd_
     w.mw_qpn = 0;
     w.map_fd = -1;
     w.lkey = transport::window_key_base(slot, random_byte());
+    shm::raise_high_water(seg.header().high_water.windows, slot - shm::kFirstMwSlot);
     hint.store(start + n + 1, std::memory_order_relaxed);
     return slot;
   }

@@ -6,6 +6,7 @@
 #include <new>
 
 #include "fabric/fabrics.h"
+#include "shm/slot_high_water.h"
 #include "shm/limits.h"
 #include "shm/port_pkeys.h"
 #include "shm/process_registry.h"
@@ -58,6 +59,7 @@ Result<uint32_t> claim_qp_slot(shm::Segment& seg) {
     // IBA 10.5.2.5: QPN 0xFFFFFF is every multicast datagram's DestQP.
     if (((gen << kQpnGenShift) | slot) == 0xffffff) gen = 0;
     shm::reset_slot_after_state(q);
+    shm::raise_high_water(seg.header().high_water.qps, slot);
     q.qpn = (gen << kQpnGenShift) | slot;
     q.slot_state.store(static_cast<uint32_t>(shm::SlotState::kDead), std::memory_order_relaxed);
     q.dead_since_ns = ~0ull >> 1;  // reserved: a sweep must not free it

@@ -4,6 +4,7 @@
 #include <cerrno>
 #include <new>
 
+#include "shm/slot_high_water.h"
 #include "shm/limits.h"
 #include "shm/process_registry.h"
 #include "shm/rings.h"
@@ -37,6 +38,7 @@ Result<uint32_t> claim_srq_slot(shm::Segment& seg) {
     s.srqn = (gen << kSrqnGenShift) | i;
     s.dead_since_ns = ~0ull >> 1;  // reserved: a sweep must not free it
     s.slot_state.store(static_cast<uint32_t>(shm::SlotState::kDead), std::memory_order_release);
+    shm::raise_high_water(seg.header().high_water.srqs, i);
     return i;
   }
   return Status::error(ENOMEM);

@@ -9,6 +9,7 @@
 #include <cstdint>
 #include <new>
 
+#include "shm/slot_high_water.h"
 #include "shm/port_pkeys.h"
 #include "shm/rings.h"
 #include "shm/segment.h"
@@ -26,6 +27,7 @@ inline shm::SharedCq& make_cq(shm::Segment& seg, uint32_t slot, uint32_t capacit
   cq.ring = seg.arena_alloc(capacity * sizeof(shm::CqeSlot)).value();
   cq.owner = owner;
   cq.slot_state.store(static_cast<uint32_t>(shm::SlotState::kLive));
+  shm::raise_high_water(seg.header().high_water.cqs, slot);
   return cq;
 }
 
@@ -33,6 +35,7 @@ inline shm::SharedCq& make_cq(shm::Segment& seg, uint32_t slot, uint32_t capacit
 inline shm::SharedMr& make_mr(shm::Segment& seg, uint32_t slot, const void* addr, size_t length, uint32_t access,
                               uint32_t pd, shm::OwnerId owner) {
   shm::SharedMr& mr = seg.mr(slot);
+  shm::raise_high_water(seg.header().high_water.mrs, slot);
   mr.lkey = lkey_of(slot);
   mr.owner = owner;
   mr.pd_id = pd;
@@ -93,6 +96,7 @@ inline shm::SharedQp& make_qp(shm::Segment& seg, uint32_t slot, const QpShape& s
     qp.rq.ring = ring != 0 ? ring : seg.arena_alloc(shape.rq_capacity * qp.rq.stride).value();
   }
   qp.slot_state.store(static_cast<uint32_t>(shm::SlotState::kLive));
+  shm::raise_high_water(seg.header().high_water.qps, slot);
   return qp;
 }
 

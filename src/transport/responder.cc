@@ -68,6 +68,7 @@ class Responder {
   Response refuse();
   [[gnu::noinline, gnu::cold]] bool pkey_accepted() const;
   [[gnu::noinline, gnu::cold]] Response pkey_violation();
+  [[gnu::noinline]] uint16_t gsi_pkey_index() const;
   std::optional<RespError> place_send_payload(const IoList& data);
   bool complete_recv(int status, uint32_t byte_len, bool with_imm, ibv_wc_opcode opcode);
   Response on_send();
@@ -218,6 +219,9 @@ bool Responder::complete_recv(int status, uint32_t byte_len, bool with_imm, ibv_
   if (qp_.qp_type == IBV_QPT_UD) {
     cqe.sl = req_.sl;
     if (req_.with_grh) cqe.wc_flags |= IBV_WC_GRH;
+    // ibv_wc.pkey_index is QP1's (ibv_poll_cq(3)): the entry of the port's
+    // table the datagram's P_Key matched, which its answer is to carry.
+    if (qp_.gsi != 0) cqe.pkey_index = gsi_pkey_index();
   }
   st_.recv_valid = 0;
   return post_cqe(seg_, recv_cq_, cqe, notifier_);
@@ -504,6 +508,17 @@ bool Responder::pkey_accepted() const {
   // its port's table, by the same membership rule (10.9.3). Another CA of a
   // topology keeps its table outside the segment: its QP1 is held to its own.
   return qp_.gsi != 0 && qp_.ca == 0 && shm::pkey_index_matching(seg_.header(), req_.pkey) >= 0;
+}
+
+uint16_t Responder::gsi_pkey_index() const {
+  const uint16_t own = __atomic_load_n(&qp_.pkey_index, __ATOMIC_RELAXED);
+  if (req_.pkey == shm::qp_pkey(qp_) || qp_.ca != 0) return own;
+  const shm::SegmentHeader& h = seg_.header();
+  // The same key first; else the entry the membership rule matched.
+  for (unsigned i = 0; i < shm::kPKeyTableCap; ++i)
+    if (h.pkeys.entry[i].load(std::memory_order_relaxed) == req_.pkey) return static_cast<uint16_t>(i);
+  const int matched = shm::pkey_index_matching(h, req_.pkey);
+  return matched >= 0 ? static_cast<uint16_t>(matched) : own;
 }
 
 Response Responder::pkey_violation() {

@@ -678,17 +678,23 @@ TEST_F(ResponderTest, GsiQpTakesAnyEntryOfThePortsTable) {
   qp.qp_type = IBV_QPT_UD;
   qp.qkey = 0x1234;
   qp.gsi = 1;  // its own key stays the default: index 0
-  for (uint64_t id = 1; id <= 4; ++id) post_recv(id, 0, 64);
+  for (uint64_t id = 1; id <= 5; ++id) post_recv(id, 0, 64);
   shm::Cqe c;
   Request r = base(ReqKind::kSend, 5);
   r.src_qpn = 1;
   r.qkey = 0x1234;
   r.pkey = 0x8001;  // another entry of the table
   EXPECT_EQ(send(r, "red").kind, Response::Kind::kAck);
-  EXPECT_TRUE(pop(&c));
+  ASSERT_TRUE(pop(&c));
+  EXPECT_EQ(c.pkey_index, 1) << "the entry the datagram's P_Key is";
   r.pkey = 0x0001;  // a limited member of that entry's partition
   EXPECT_EQ(send(r, "red, limited").kind, Response::Kind::kAck);
-  EXPECT_TRUE(pop(&c));
+  ASSERT_TRUE(pop(&c));
+  EXPECT_EQ(c.pkey_index, 1) << "the entry it matched";
+  r.pkey = 0xffff;  // its own
+  EXPECT_EQ(send(r, "default").kind, Response::Kind::kAck);
+  ASSERT_TRUE(pop(&c));
+  EXPECT_EQ(c.pkey_index, 0);
   EXPECT_EQ(shm::pkey_violations(seg_->header()), 0);
   r.pkey = 0x8002;  // in no entry
   EXPECT_EQ(send(r, "blue").kind, Response::Kind::kDrop);

@@ -27,17 +27,18 @@ fail() { echo "FAIL: $*"; exit 1; }
 port=$(( 24000 + $$ % 20000 ))
 env_a=(LD_LIBRARY_PATH="$lib" SOFTVERBS_ROCE_ADDR="$ADDR_A" SOFTVERBS_DEVICE_PATH=/dev/shm/softverbs-itest-qsl-$$-a)
 env_b=(LD_LIBRARY_PATH="$lib" SOFTVERBS_ROCE_ADDR="$ADDR_B" SOFTVERBS_DEVICE_PATH=/dev/shm/softverbs-itest-qsl-$$-b)
-args=(-d softverbs_roce0 -x 0 -n 300 -s 65536 --sl 3 -p "$port")
-
-in_a env "${env_a[@]}" timeout 60 ib_write_bw "${args[@]}" > "$work/server.out" 2>&1 &
-NETNS_PIDS+=("$!")
-server=$!
-wait_listen in_a "$port" "$server" || true
-rc=0
-in_b env "${env_b[@]}" timeout 60 ib_write_bw "${args[@]}" "$ADDR_A" > "$work/client.out" 2>&1 || rc=$?
-srv=0
-wait "$server" || srv=$?
-[ $rc -eq 0 ] && [ $srv -eq 0 ] || { cat "$work/server.out" "$work/client.out"; fail "ib_write_bw: client $rc, server $srv"; }
+# write_run PORT NAME: 300 x 64 KiB ib_write_bw on SL 3, server in ns A.
+write_run() {
+  local args=(-d softverbs_roce0 -x 0 -n 300 -s 65536 --sl 3 -p "$1") rc=0 srv=0 server
+  in_a env "${env_a[@]}" timeout 60 ib_write_bw "${args[@]}" > "$work/$2.server" 2>&1 &
+  NETNS_PIDS+=("$!")
+  server=$!
+  wait_listen in_a "$1" "$server" || true
+  in_b env "${env_b[@]}" timeout 60 ib_write_bw "${args[@]}" "$ADDR_A" > "$work/$2.client" 2>&1 || rc=$?
+  wait "$server" || srv=$?
+  [ $rc -eq 0 ] && [ $srv -eq 0 ] || { cat "$work/$2.server" "$work/$2.client"; fail "ib_write_bw $2: client $rc, server $srv"; }
+}
+write_run "$port" first
 
 # field FILE NAME: the value of perfquery's "Name:.....value" line.
 . "$(dirname "$0")/../conformance/diag_output.sh"
@@ -78,16 +79,7 @@ for sel in "oprcv 0x06" "vloppackets 0x08" "vlopdata 0x04"; do
   in_a env "${env_a[@]}" timeout 20 "$select_tool" $sel > "$work/select.out" 2>&1 ||
     { cat "$work/select.out"; fail "softverbs_pma_select $sel"; }
 done
-args=(-d softverbs_roce0 -x 0 -n 300 -s 65536 --sl 3 -p "$(( port + 1 ))")
-in_a env "${env_a[@]}" timeout 60 ib_write_bw "${args[@]}" > "$work/server2.out" 2>&1 &
-NETNS_PIDS+=("$!")
-server=$!
-wait_listen in_a "$(( port + 1 ))" "$server" || true
-rc=0
-in_b env "${env_b[@]}" timeout 60 ib_write_bw "${args[@]}" "$ADDR_A" > "$work/client2.out" 2>&1 || rc=$?
-srv=0
-wait "$server" || srv=$?
-[ $rc -eq 0 ] && [ $srv -eq 0 ] || { cat "$work/server2.out" "$work/client2.out"; fail "ib_write_bw: client $rc, server $srv"; }
+write_run "$(( port + 1 ))" second
 for q in oprcvcounters vloppackets vlopdata; do
   in_a env "${env_a[@]}" timeout 20 perfquery --$q > "$work/a.$q" 2>&1 || { cat "$work/a.$q"; fail "perfquery --$q"; }
 done

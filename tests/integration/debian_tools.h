@@ -35,6 +35,14 @@ inline std::string tool_env() {
 inline std::string tool_env() { return ""; }
 #endif
 
+// Whether Debian's `tools` are installed, asked without the sanitizer
+// runtime (tool_env): `which` is a dash script, and dash crashes with TSan's
+// runtime preloaded (the tests skipped as if nothing were installed).
+inline bool installed(const std::string& tools) {
+  const std::string cmd = "which " + tools + " > /dev/null 2>&1";
+  return std::system(cmd.c_str()) == 0;
+}
+
 // Debian's tools find our libibumad beside our libibverbs.
 inline void tools_use_our_libraries() {
   const std::string lib = SOFTVERBS_ITEST_EXPECTED_LIBIBVERBS;

@@ -162,7 +162,7 @@ uint32_t bad_pkey_counter(ibv_context* ctx) {
 TEST(Partition, OpensmProgramsTheTableAndTheDataPathEnforcesIt) {
   run_solo("solo", [](Proc&) {
     tools_use_our_libraries();
-    if (tool("which opensm smpquery ibportstate ibv_devinfo") != 0) GTEST_SKIP() << "opensm or infiniband-diags is not installed";
+    if (!installed("opensm smpquery ibportstate ibv_devinfo")) GTEST_SKIP() << "opensm or infiniband-diags is not installed";
     ContextPtr ctx = open_device();
     ASSERT_NE(nullptr, ctx);
     ibv_port_attr port{};

@@ -116,7 +116,7 @@ ibv_wc_status send_to_self(ibv_context* ctx, uint16_t dlid) {
 TEST(PortState, ExternalSmBringsThePortUp) {
   run_solo("solo", [](Proc&) {
     tools_use_our_libraries();
-    if (tool("which ibportstate perfquery") != 0) GTEST_SKIP() << "infiniband-diags is not installed";
+    if (!installed("ibportstate perfquery")) GTEST_SKIP() << "infiniband-diags is not installed";
     ContextPtr ctx = open_device();
     ASSERT_NE(nullptr, ctx);
     ibv_port_attr port{};

@@ -76,6 +76,13 @@ class DataRouteTest : public ::testing::Test {
     shm::SubnetLock lock(*state_);
     return route_data(s_, from, dlid, guid, to);
   }
+  // Switch `sw` sends `sl` from input port `in` to output `out` on `vl`.
+  void map_sl(unsigned sw, unsigned in, unsigned out, unsigned sl, uint8_t vl) {
+    uint8_t vls[16];
+    shm::unpack_sl2vl(node(sw).sw.sl2vl[in][out], vls);
+    vls[sl] = vl;
+    shm::pack_sl2vl(vls, node(sw).sw.sl2vl[in][out]);
+  }
 
   Topology topo_;
   std::string path_;
@@ -241,15 +248,9 @@ TEST_F(DataRouteTest, LoopbackInTheCaCrossesNoPort) {
 TEST_F(DataRouteTest, CountsPerSlAndPerVlAsEachHopMapsIt) {
   shm::SubnetLock lock(*state_);
   node(kCa2).ports[1].qos.sl_to_vl[5] = 1;
-  const auto map = [&](unsigned sw, unsigned in, unsigned out, uint8_t vl) {
-    uint8_t vls[16];
-    shm::unpack_sl2vl(node(sw).sw.sl2vl[in][out], vls);
-    vls[5] = vl;
-    shm::pack_sl2vl(vls, node(sw).sw.sl2vl[in][out]);
-  };
-  map(kSwA, 2, 7, 2);
-  map(kSwA, 1, 7, 6);  // another input port's table: not this route's
-  map(kSwB, 7, 1, 3);
+  map_sl(kSwA, 2, 7, 5, 2);
+  map_sl(kSwA, 1, 7, 5, 6);  // another input port's table: not this route's
+  map_sl(kSwB, 7, 1, 5, 3);
   DataPath path;
   ASSERT_TRUE(route_data(s_, kCa2, 5, nullptr, kCa3, 5, &path));
   ASSERT_EQ(3u, path.links);
@@ -281,10 +282,7 @@ TEST_F(DataRouteTest, CountsPerSlAndPerVlAsEachHopMapsIt) {
 // counts PortXmitDiscards; what it crossed before counts it, nothing after.
 TEST_F(DataRouteTest, SwitchHopOnVl15DiscardsAndCounts) {
   shm::SubnetLock lock(*state_);
-  uint8_t vls[16];
-  shm::unpack_sl2vl(node(kSwB).sw.sl2vl[7][1], vls);
-  vls[4] = shm::kVl15;
-  shm::pack_sl2vl(vls, node(kSwB).sw.sl2vl[7][1]);
+  map_sl(kSwB, 7, 1, 4, shm::kVl15);
   DataPath path;
   EXPECT_FALSE(route_data(s_, kCa2, 5, nullptr, kCa3, 4, &path));
   ASSERT_TRUE(path.discarded);
@@ -403,10 +401,7 @@ TEST_F(MulticastRouteTest, CountsEveryPortItCrossesAsMulticast) {
 
 TEST_F(MulticastRouteTest, ABranchOnVl15IsDroppedThereAlone) {
   shm::SubnetLock lock(*state_);
-  uint8_t vls[16];
-  shm::unpack_sl2vl(node(kSwA).sw.sl2vl[1][7], vls);
-  vls[3] = shm::kVl15;
-  shm::pack_sl2vl(vls, node(kSwA).sw.sl2vl[1][7]);
+  map_sl(kSwA, 1, 7, 3, shm::kVl15);
   EXPECT_EQ(bit(kCa2), route_multicast(s_, kDev, kMlid, 3, 4, 0));
   EXPECT_EQ(4u, node(kSwA).ports[7].traffic.xmit_discards);
   EXPECT_EQ(0u, node(kSwA).ports[7].traffic.xmit_packets);

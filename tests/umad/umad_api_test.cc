@@ -59,10 +59,13 @@ class RemoveSegment : public ::testing::Environment {
     const char* path = getenv("SOFTVERBS_DEVICE_PATH");
     if (path == nullptr) return;
     for (const char* suffix : {"", ".pma"}) unlink((std::string(path) + suffix).c_str());
-    // The agents' registry (umad_agents_test.cc): its lock; every process's file went with it.
-    const std::string agents = std::string(path) + ".agents";
-    unlink((agents + "/.lock").c_str());
-    rmdir(agents.c_str());
+    // The agents' registry (umad_agents_test.cc) and the SA joins
+    // (sa_joins.cc): their locks; every process's file went with it.
+    for (const char* dir : {".agents", ".sa-joins"}) {
+      const std::string d = std::string(path) + dir;
+      unlink((d + "/.lock").c_str());
+      rmdir(d.c_str());
+    }
   }
 };
 const ::testing::Environment* const kRemoveSegment = ::testing::AddGlobalTestEnvironment(new RemoveSegment);

@@ -11,29 +11,28 @@
 
 namespace softverbs::integration {
 
+// Debian's tools are not instrumented, and our libraries in a sanitizer
+// tree are: the sanitizer's runtime must be loaded first, or a tool crashes
+// in them (opensm, which starts threads of its own, under TSan); the tools'
+// own leaks and races are not ours to report.
 #if defined(__SANITIZE_ADDRESS__)
 extern "C" void __asan_init();
-// Debian's tools are not instrumented, and our libraries in this tree are:
-// the ASan runtime must be loaded first (and the tools' own leaks are not
-// ours to report).
-inline std::string tool_env() {
-  Dl_info info{};
-  if (dladdr(reinterpret_cast<void*>(&__asan_init), &info) == 0 || info.dli_fname == nullptr) return "";
-  return std::string("env LD_PRELOAD=") + info.dli_fname + " ASAN_OPTIONS=detect_leaks=0 ";
-}
+inline void* sanitizer_runtime_symbol() { return reinterpret_cast<void*>(&__asan_init); }
+inline constexpr char kToolSanitizerOptions[] = "ASAN_OPTIONS=detect_leaks=0";
 #elif defined(__SANITIZE_THREAD__)
 extern "C" void __tsan_init();
-// Likewise the TSan runtime, or a tool that starts threads of its own
-// (opensm) crashes in our instrumented libraries; the tool's own races are
-// not ours to report.
+inline void* sanitizer_runtime_symbol() { return reinterpret_cast<void*>(&__tsan_init); }
+inline constexpr char kToolSanitizerOptions[] = "TSAN_OPTIONS=report_bugs=0";
+#else
+inline void* sanitizer_runtime_symbol() { return nullptr; }
+inline constexpr char kToolSanitizerOptions[] = "";
+#endif
 inline std::string tool_env() {
   Dl_info info{};
-  if (dladdr(reinterpret_cast<void*>(&__tsan_init), &info) == 0 || info.dli_fname == nullptr) return "";
-  return std::string("env LD_PRELOAD=") + info.dli_fname + " TSAN_OPTIONS=report_bugs=0 ";
+  void* runtime = sanitizer_runtime_symbol();
+  if (runtime == nullptr || dladdr(runtime, &info) == 0 || info.dli_fname == nullptr) return "";
+  return std::string("env LD_PRELOAD=") + info.dli_fname + " " + kToolSanitizerOptions + " ";
 }
-#else
-inline std::string tool_env() { return ""; }
-#endif
 
 // Whether Debian's `tools` are installed, asked without the sanitizer
 // runtime (tool_env): `which` is a dash script, and dash crashes with TSan's

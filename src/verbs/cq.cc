@@ -27,8 +27,10 @@ Result<uint32_t> claim_cq_slot(shm::Segment& seg) {
   for (uint32_t i = 0; i < shm::kMaxCqs; ++i) {
     shm::SharedCq& c = seg.cq(i);
     if (c.slot_state.load(std::memory_order_relaxed) != static_cast<uint32_t>(shm::SlotState::kFree)) continue;
-    c.slot_state.store(static_cast<uint32_t>(shm::SlotState::kDead), std::memory_order_relaxed);
-    c.dead_since_ns = ~0ull >> 1;  // reserved: a sweep must not free it
+    // Reserved: a sweep must not free it. The time first, then the state
+    // with release: a sweep reads the time only after seeing kDead.
+    c.dead_since_ns = ~0ull >> 1;
+    c.slot_state.store(static_cast<uint32_t>(shm::SlotState::kDead), std::memory_order_release);
     shm::raise_high_water(seg.header().high_water.cqs, i);
     return i;
   }

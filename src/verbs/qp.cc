@@ -61,8 +61,10 @@ Result<uint32_t> claim_qp_slot(shm::Segment& seg) {
     shm::reset_slot_after_state(q);
     shm::raise_high_water(seg.header().high_water.qps, slot);
     q.qpn = (gen << kQpnGenShift) | slot;
-    q.slot_state.store(static_cast<uint32_t>(shm::SlotState::kDead), std::memory_order_relaxed);
-    q.dead_since_ns = ~0ull >> 1;  // reserved: a sweep must not free it
+    // Reserved: a sweep must not free it. The time first, then the state
+    // with release: a sweep reads the time only after seeing kDead.
+    q.dead_since_ns = ~0ull >> 1;
+    q.slot_state.store(static_cast<uint32_t>(shm::SlotState::kDead), std::memory_order_release);
     hint.store(slot + 1, std::memory_order_relaxed);
     return slot;
   }
